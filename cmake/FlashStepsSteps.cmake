@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: Apache-2.0
+# add_step(NN slug): the single registry of the course.
+#
+# For steps/NN_slug/step.cu it makes
+#   flashsteps_stepNN   the step's library (its code in namespace flashsteps::stepNN)
+#   test_stepNN         the shared conformance suite (tests/conformance_test.cu) linked to it,
+#                       registered with ctest (labels: gpu, stepNN), discovered at test time
+#   bench_stepNN        the shared benchmark (common/bench/bench_attention.cu) linked to it
+#   stepN               the umbrella target: `make step1 && ./bench`
+# and appends NN to the global property FLASHSTEPS_STEPS (read by the book and CI).
+
+# Compile options every GPU translation unit gets.
+function(flashsteps_gpu_options target)
+  if(FLASHSTEPS_BACKEND STREQUAL "CUDA")
+    # constexpr helpers of the contract (last_visible_key) are called from device code;
+    # -lineinfo lets ncu and compute-sanitizer point at source lines.
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo -Xptxas=-warn-spills>)
+  endif()
+endfunction()
+
+function(add_step number slug)
+  set(id step${number})
+  math(EXPR short "${number}")  # 01 -> 1, for `make step1`
+  set(dir ${CMAKE_SOURCE_DIR}/steps/${number}_${slug})
+  set_source_files_properties(${dir}/step.cu PROPERTIES LANGUAGE ${FLASHSTEPS_GPU_LANG})
+
+  add_library(flashsteps_${id} STATIC ${dir}/step.cu)
+  target_link_libraries(flashsteps_${id} PUBLIC flashsteps_gpu)
+  target_compile_definitions(flashsteps_${id} PUBLIC FLASHSTEPS_STEP_NS=${id})
+  flashsteps_gpu_options(flashsteps_${id})
+  set(step_libs flashsteps_${id})
+  if(NOT id STREQUAL "step01")
+    list(APPEND step_libs flashsteps_step01)  # the baseline of the FlashAttention error rule
+  endif()
+  set(umbrella flashsteps_${id})
+
+  if(FLASHSTEPS_BUILD_TESTS)
+    set(test_src ${CMAKE_SOURCE_DIR}/tests/conformance_test.cu ${CMAKE_SOURCE_DIR}/tests/gpu_main.cu)
+    set_source_files_properties(${test_src} PROPERTIES LANGUAGE ${FLASHSTEPS_GPU_LANG})
+    add_executable(test_${id} ${test_src})
+    target_compile_definitions(test_${id} PRIVATE FLASHSTEPS_STEP_NS=${id})
+    target_link_libraries(test_${id} PRIVATE ${step_libs} flashsteps_reference GTest::gtest)
+    flashsteps_gpu_options(test_${id})
+    # Listing the tests never touches the device, so discovery works without a GPU.
+    gtest_discover_tests(test_${id} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+      PROPERTIES LABELS "gpu;${id}")
+    list(APPEND umbrella test_${id})
+  endif()
+
+  if(FLASHSTEPS_BUILD_BENCH)
+    set(bench_src ${CMAKE_SOURCE_DIR}/common/bench/bench_attention.cu)
+    set_source_files_properties(${bench_src} PROPERTIES LANGUAGE ${FLASHSTEPS_GPU_LANG})
+    add_executable(bench_${id} ${bench_src})
+    target_compile_definitions(bench_${id} PRIVATE FLASHSTEPS_STEP_NS=${id})
+    target_include_directories(bench_${id} PRIVATE ${CMAKE_BINARY_DIR}/generated)
+    add_dependencies(bench_${id} flashsteps_commit)
+    target_link_libraries(bench_${id} PRIVATE ${step_libs} flashsteps_reference benchmark::benchmark CLI11::CLI11)
+    flashsteps_gpu_options(bench_${id})
+    list(APPEND umbrella bench_${id})
+  endif()
+
+  add_custom_target(step${short} DEPENDS ${umbrella})
+  set_property(GLOBAL APPEND PROPERTY FLASHSTEPS_STEPS ${number}_${slug})
+endfunction()

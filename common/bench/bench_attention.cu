@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: Apache-2.0
+// The benchmark, written once and linked to every step (FLASHSTEPS_STEP_NS picks it).
+//
+// Benchmarks carry the same names in every step ("attention/bf16/hd128/n4096/causal"), so
+// Google Benchmark's compare.py sets two steps' JSON side by side. Time is manual, from GPU
+// events around each call; each problem is first run once and spot-checked against the
+// float64 reference (its errors are reported as counters), and the binary exits non-zero if
+// any check fails. Inputs rotate over several copies when one set would sit in L2.
+//
+//   bench_stepNN [--results-dir DIR] [--quick] [--max-seqlen N] [--benchmark_* flags]
+#include <benchmark/benchmark.h>
+
+#include <CLI/CLI.hpp>
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flashsteps/commit.h"
+#include "flashsteps/compare.h"
+#include "flashsteps/fixture.h"
+#include "flashsteps/harness.h"
+#include "flashsteps/reference.h"
+#include "flashsteps/step.h"
+
+namespace flashsteps {
+namespace {
+
+const StepFns kStep{&step::attention_forward, &step::workspace_bytes};
+bool g_mismatch = false;  // any failed correctness check makes the binary exit non-zero
+DeviceInfo g_device;
+
+// One problem made ready for timing; only one lives at a time (step 01's workspace alone
+// can take tens of GB).
+struct Prepared {
+  std::string name;
+  HostInputs inputs;
+  std::vector<std::unique_ptr<DeviceCase>> sets;  // rotated to defeat L2 reuse
+  Verdict verdict;
+  std::string skip;  // non-empty: why this problem is not timed
+};
+std::unique_ptr<Prepared> g_prepared;
+
+// Query rows spot-checked on large problems (all rows on small ones).
+std::vector<std::int64_t> check_rows(const Problem& p) {
+  if (p.batch * p.heads_q * p.seqlen_q * p.seqlen_k <= (1 << 22)) return {};
+  const std::int64_t n = p.seqlen_q;
+  std::vector<std::int64_t> rows = {std::min<std::int64_t>(1, n - 1), n / 3, 2 * n / 3 + 1, n - 1};
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+Prepared& prepare(const std::string& name, const std::function<HostInputs()>& make_inputs) {
+  if (g_prepared && g_prepared->name == name) return *g_prepared;
+  g_prepared.reset();  // free the previous problem's device memory first
+  auto prep = std::make_unique<Prepared>();
+  prep->name = name;
+  prep->inputs = make_inputs();
+  const Problem& p = prep->inputs.problem;
+  try {
+    prep->sets.push_back(std::make_unique<DeviceCase>(prep->inputs));
+    const DeviceCase::Output out = run_once(*prep->sets[0], kStep);
+    const std::vector<std::int64_t> rows = check_rows(p);
+    const reference::Result ref = reference::run(prep->inputs, rows);
+    prep->verdict = verify_output(p, ref.o, ref.lse, out.o, out.lse, rows);
+    std::string failure = prep->verdict.failure;
+    if (out.unwritten > 0) failure += std::to_string(out.unwritten) + " output elements unwritten; ";
+    if (!out.guards_intact) failure += "write outside a buffer; ";
+    if (!failure.empty()) {
+      g_mismatch = true;
+      prep->skip = "MISMATCH against the float64 reference: " + failure;
+    } else {
+      // Rotate over enough copies that the inputs and output of consecutive calls exceed L2.
+      const double bytes = attention_min_bytes(prep->sets[0]->args());
+      const int copies = static_cast<int>(std::min(64.0, std::ceil(2.0 * g_device.l2_bytes / std::max(bytes, 1.0))));
+      for (int c = 1; c < copies; ++c) {
+        prep->sets.push_back(std::make_unique<DeviceCase>(prep->inputs));
+        prep->sets.back()->reserve_workspace(step::workspace_bytes(prep->sets.back()->args()));
+      }
+    }
+  } catch (const Unsupported& e) {
+    prep->skip = std::string("unsupported by this step: ") + e.what();
+  } catch (const std::exception& e) {
+    g_mismatch = true;
+    prep->skip = std::string("error: ") + e.what();
+  }
+  g_prepared = std::move(prep);
+  return *g_prepared;
+}
+
+void run_benchmark(benchmark::State& state, const std::string& name, const std::function<HostInputs()>& make_inputs) {
+  Prepared& prep = prepare(name, make_inputs);
+  if (!prep.skip.empty()) {
+    state.SkipWithError(prep.skip.c_str());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  vendor::Event start = vendor::event_create(), stop = vendor::event_create();
+  double total_s = 0.0;
+  std::size_t call = 0;
+  for (auto _ : state) {
+    const DeviceCase& dc = *prep.sets[call++ % prep.sets.size()];
+    vendor::event_record(start, nullptr);
+    step::attention_forward(dc.args(), nullptr);
+    vendor::event_record(stop, nullptr);
+    const double s = vendor::event_elapsed_ms(start, stop) / 1e3;
+    state.SetIterationTime(s);
+    total_s += s;
+  }
+  vendor::event_destroy(start);
+  vendor::event_destroy(stop);
+  const AttentionArgs& a = prep.sets[0]->args();
+  const double mean_s = total_s / static_cast<double>(std::max<std::size_t>(call, 1));
+  const double tflops = attention_flops(a) / mean_s / 1e12;
+  state.counters["TFLOPS"] = tflops;
+  state.counters["GBps"] = attention_min_bytes(a) / mean_s / 1e9;
+  if (g_device.peak_tc_tflops > 0) state.counters["pct_peak"] = 100.0 * tflops / g_device.peak_tc_tflops;
+  state.counters["max_abs_err"] = prep.verdict.o.max_abs;
+  state.counters["rel_fro_err"] = prep.verdict.o.rel_fro;
+  state.counters["batch"] = static_cast<double>(a.batch());
+  state.counters["heads_q"] = static_cast<double>(a.heads_q());
+  state.counters["heads_kv"] = static_cast<double>(a.heads_kv());
+  state.counters["seqlen_q"] = static_cast<double>(a.seqlen_q());
+  state.counters["seqlen_k"] = static_cast<double>(a.seqlen_k());
+  state.counters["head_dim"] = static_cast<double>(a.head_dim());
+  state.counters["causal"] = a.mask == Mask::none ? 0.0 : 1.0;
+}
+
+std::string slug(const std::string& name) {
+  std::string s;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!s.empty() && s.back() != '-')
+      s += '-';
+  }
+  while (!s.empty() && s.back() == '-') s.pop_back();
+  return s;
+}
+
+void add_context(const std::string& step_id) {
+  const StepInfo si = step::info();
+  benchmark::AddCustomContext("flashsteps_step", step_id.substr(4));
+  benchmark::AddCustomContext("flashsteps_step_name", si.slug);
+  benchmark::AddCustomContext("gpu_vendor", g_device.vendor);
+  benchmark::AddCustomContext("gpu_name", g_device.name);
+  benchmark::AddCustomContext("gpu_arch", g_device.arch);
+  benchmark::AddCustomContext("sm_count", std::to_string(g_device.sm_count));
+  benchmark::AddCustomContext("gpu_max_clock_mhz", std::to_string(g_device.max_clock_mhz));
+  benchmark::AddCustomContext("gpu_mem_clock_mhz", std::to_string(g_device.mem_clock_mhz));
+  benchmark::AddCustomContext("driver_version", g_device.driver);
+  benchmark::AddCustomContext("runtime_version", g_device.runtime);
+  benchmark::AddCustomContext("peak_tc_tflops", std::to_string(g_device.peak_tc_tflops));
+  benchmark::AddCustomContext("git_commit", FLASHSTEPS_GIT_COMMIT);
+}
+
+}  // namespace
+}  // namespace flashsteps
+
+int main(int argc, char** argv) {
+  using namespace flashsteps;
+  const std::string step_id = FLASHSTEPS_STRINGIFY(FLASHSTEPS_STEP_NS);
+  CLI::App app{"FlashSteps benchmark of " + step_id + " (other flags go to Google Benchmark)"};
+  app.allow_extras();
+  std::string results_dir;
+  bool quick = false;
+  std::int64_t max_seqlen = 16384;
+  app.add_option("--results-dir", results_dir, "write JSON to DIR/<gpu>/" + step_id + ".json");
+  app.add_flag("--quick", quick, "D = 128, bf16 and seqlen <= 4096 only, fewer repetitions");
+  app.add_option("--max-seqlen", max_seqlen, "skip standard problems longer than this");
+  CLI11_PARSE(app, argc, argv);
+
+  if (vendor::device_count() == 0) {
+    std::printf("No GPU found by the %s runtime: %s benchmark not run.\n", vendor::kName, step_id.c_str());
+    return 0;
+  }
+  g_device = device_info();
+  std::vector<std::string> args = {argv[0]};
+  for (const std::string& extra : app.remaining()) args.push_back(extra);
+  std::string out_path;
+  if (!results_dir.empty()) {
+    const auto dir = std::filesystem::path(results_dir) / slug(g_device.name);
+    std::filesystem::create_directories(dir);
+    out_path = (dir / (step_id + ".json")).string();
+    args.push_back("--benchmark_out=" + out_path);
+    args.push_back("--benchmark_out_format=json");
+  }
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  int bargc = static_cast<int>(cargs.size());
+  benchmark::Initialize(&bargc, cargs.data());
+  if (benchmark::ReportUnrecognizedArguments(bargc, cargs.data())) return 2;
+  Kokkos::ScopeGuard kokkos;
+  add_context(step_id);
+
+  const int repetitions = quick ? 3 : 5;
+  auto configure = [&](benchmark::internal::Benchmark* b) {
+    b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(quick ? 0.05 : 0.2)->MinWarmUpTime(0.05)
+        ->Repetitions(repetitions)->ReportAggregatesOnly(true);
+  };
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    if (quick && dtype == DType::f16) continue;
+    for (const Problem& p : standard_problems(dtype)) {
+      if (p.seqlen_q > max_seqlen || (quick && (p.head_dim != 128 || p.seqlen_q > 4096))) continue;
+      const std::string name = std::string("attention/") + dtype_name(dtype) + "/hd" + std::to_string(p.head_dim) +
+                               "/n" + std::to_string(p.seqlen_q) + (p.mask == Mask::none ? "/full" : "/causal");
+      const std::uint64_t seed = std::hash<std::string>{}(name);
+      configure(benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+        run_benchmark(s, name, [=] { return make_random_inputs(p, seed); });
+      }));
+    }
+  }
+  // Real activations: every layer and head of all-MiniLM-L6-v2 in one call (batch = layers).
+  std::string fixture_path;
+  try {
+    fixture_path = default_fixture_path();
+  } catch (const InvalidArgument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+  }
+  if (!fixture_path.empty()) {
+    configure(benchmark::RegisterBenchmark("minilm/fp16/layers6", [=](benchmark::State& s) {
+      run_benchmark(s, "minilm/fp16/layers6", [=] { return fixture_inputs(load_qkv_fixture(fixture_path), DType::f16); });
+    }));
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  g_prepared.reset();
+  if (!out_path.empty()) std::printf("results: %s\n", out_path.c_str());
+  if (g_mismatch) std::fprintf(stderr, "%s: at least one problem failed its check against the reference\n", step_id.c_str());
+  return g_mismatch ? 1 : 0;
+}

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file attention.h
+/// @brief The attention contract shared by every step: tensor views, masks, validation.
+///
+/// Every step computes, for each batch b, query head h and query row i,
+///
+///     S_ij = scale * Q_i . K_j                 (visible keys j only)
+///     P_ij = exp(S_ij - m_i) / l_i,  m_i = max_j S_ij,  l_i = sum_j exp(S_ij - m_i)
+///     O_i  = sum_j P_ij V_j
+///     LSE_i = m_i + log(l_i)                   (natural log)
+///
+/// (Vaswani et al. 2017, "Attention Is All You Need", eq. 1; the LSE output follows
+/// Dao 2023, "FlashAttention-2", Algorithm 1, line 12). The contract below is written
+/// once here and enforced by validate() before any step launches anything.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace flashsteps {
+
+/// Element types for Q, K, V and O. Accumulation is always float32.
+enum class DType {
+  f32,   ///< IEEE binary32
+  f16,   ///< IEEE binary16
+  bf16,  ///< bfloat16 (8-bit exponent, 7-bit mantissa)
+};
+
+/// Size of one element of @p dtype in bytes (4 or 2).
+std::size_t dtype_size(DType dtype);
+/// Short lower-case name used in benchmark names and messages: "fp32", "fp16", "bf16".
+const char* dtype_name(DType dtype);
+
+/// Which keys a query row may see.
+///
+/// With seqlen_q = Nq and seqlen_k = Nk, key j is visible to query i when
+/// - `none`:                  always;
+/// - `causal_bottom_right`:   j <= i + Nk - Nq (FlashAttention's convention: the last query
+///                            row sees every key; this is what plain "causal" means here);
+/// - `causal_top_left`:       j <= i (PyTorch `is_causal=True`).
+/// The two causal alignments agree when Nq == Nk. A row with no visible key outputs
+/// O_i = 0 and LSE_i = -inf.
+enum class Mask { none, causal_bottom_right, causal_top_left };
+
+/// "none", "causal_bottom_right" or "causal_top_left".
+const char* mask_name(Mask mask);
+
+/// Index of the last visible key of query row @p i, or -1 when none is visible.
+/// Every step and the reference use this one definition of the masks.
+constexpr std::int64_t last_visible_key(Mask mask, std::int64_t i, std::int64_t seqlen_q,
+                                        std::int64_t seqlen_k) {
+  std::int64_t last = seqlen_k - 1;
+  if (mask == Mask::causal_bottom_right) last = i + seqlen_k - seqlen_q;
+  if (mask == Mask::causal_top_left) last = i;
+  if (last > seqlen_k - 1) last = seqlen_k - 1;
+  return last < -1 ? -1 : last;
+}
+
+/// A rank-4 strided view of device memory, `[batch, heads, seqlen, head_dim]`.
+///
+/// Strides are in elements (not bytes) and 64-bit, so BHSD (`[B, H, N, D]` contiguous),
+/// BSHD (`[B, N, H, D]` contiguous) and views into a packed QKV buffer are all expressed
+/// by strides alone. The head_dim stride must be 1 (every production kernel requires it;
+/// it lets later steps use vector loads); other strides are free but non-negative.
+struct TensorView {
+  void* data = nullptr;                ///< device pointer to element [0, 0, 0, 0]
+  DType dtype = DType::f32;            ///< element type
+  std::int64_t shape[4] = {0, 0, 0, 0};   ///< {batch, heads, seqlen, head_dim}
+  std::int64_t stride[4] = {0, 0, 0, 1};  ///< element strides of the four dimensions
+
+  /// Number of elements of the view (product of the shape).
+  std::int64_t numel() const { return shape[0] * shape[1] * shape[2] * shape[3]; }
+};
+
+/// Everything a step needs for one forward call.
+///
+/// Shapes: Q `[B, Hq, Nq, D]`, K and V `[B, Hkv, Nk, D]`, O `[B, Hq, Nq, D]`; the optional
+/// LSE is float32 `[B, Hq, Nq]`, contiguous, natural log. Q, K, V and O share one dtype.
+/// GQA/MQA: Hq must be a multiple of Hkv, and query head h reads KV head h / (Hq / Hkv).
+struct AttentionArgs {
+  TensorView q;  ///< queries `[B, Hq, Nq, D]`
+  TensorView k;  ///< keys `[B, Hkv, Nk, D]`
+  TensorView v;  ///< values `[B, Hkv, Nk, D]`
+  TensorView o;  ///< output `[B, Hq, Nq, D]`, written by the step
+  float* lse = nullptr;  ///< optional log-sum-exp `[B, Hq, Nq]` float32 contiguous, or nullptr
+  /// Softmax scale applied to Q.K; nullopt means 1/sqrt(head_dim). An explicit value is used
+  /// exactly as given (it is not re-rounded or clamped).
+  std::optional<float> softmax_scale;
+  Mask mask = Mask::none;  ///< which keys each query row sees
+  /// Device scratch memory for steps that need it (only step 01, for the S/P matrix);
+  /// its size must be at least the step's workspace_bytes(args).
+  void* workspace = nullptr;
+  std::size_t workspace_size = 0;  ///< bytes available at @ref workspace
+
+  std::int64_t batch() const { return q.shape[0]; }     ///< B
+  std::int64_t heads_q() const { return q.shape[1]; }   ///< Hq
+  std::int64_t heads_kv() const { return k.shape[1]; }  ///< Hkv
+  std::int64_t seqlen_q() const { return q.shape[2]; }  ///< Nq
+  std::int64_t seqlen_k() const { return k.shape[2]; }  ///< Nk
+  std::int64_t head_dim() const { return q.shape[3]; }  ///< D
+  /// The scale actually used: the explicit one, or 1/sqrt(head_dim) in float32.
+  float scale() const;
+};
+
+/// Thrown for inputs that break the contract. The message names the offending field,
+/// e.g. "k.shape[1] (heads_kv = 3) must divide q.shape[1] (heads_q = 8)".
+class InvalidArgument : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Thrown for inputs the contract allows but one step does not implement (a head_dim or
+/// dtype outside the step's compiled set). The message names the field and the step.
+class Unsupported : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
+
+/// Thrown when a GPU runtime call or kernel launch fails; the message carries the call,
+/// the file and line, and the runtime's error string.
+class DeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Checks @p args against the contract above, without touching the device.
+///
+/// Checks: shapes non-negative and consistent (K/V batch, heads and seqlen agree; O matches
+/// Q; D agrees), head_dim > 0, Hkv > 0 when Hq > 0 and Hq % Hkv == 0, one dtype for Q/K/V/O,
+/// head_dim stride 1 and other strides non-negative, non-null data for non-empty tensors,
+/// a finite positive explicit scale.
+/// @throws InvalidArgument naming the offending field.
+void validate(const AttentionArgs& args);
+
+/// True when the call has nothing to compute or write (B, Hq or Nq is zero). Steps return
+/// before any launch in that case. Nk == 0 is not empty: every row is then fully masked and
+/// O must be written with zeros (LSE with -inf).
+bool is_empty(const AttentionArgs& args);
+
+/// Number of (query row, key) pairs visible under the mask, summed over one head (exact).
+std::int64_t visible_pairs(Mask mask, std::int64_t seqlen_q, std::int64_t seqlen_k);
+
+/// Floating-point operations of one forward call: 4 * B * Hq * D * visible_pairs
+/// (two GEMMs of 2 FLOPs per multiply-add; softmax is not counted). For Nq == Nk causal the
+/// visible pairs are N(N+1)/2, so this is the 4 * B * H * N^2 * D / 2 of the FlashAttention-2/3
+/// papers' figures times (1 + 1/N): the diagonal is counted, as the kernels compute it.
+double attention_flops(const AttentionArgs& args);
+
+/// Fewest bytes a forward call must move through device memory: Q, K, V read once,
+/// O written once (and LSE if requested). The roofline's denominator.
+double attention_min_bytes(const AttentionArgs& args);
+
+}  // namespace flashsteps

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file problem.h
+/// @brief One attention problem of the test matrix or the benchmark set, its memory layout,
+/// and its random inputs on the host.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flashsteps/attention.h"
+
+namespace flashsteps {
+
+/// How Q, K, V and O sit in memory. All three are expressed through TensorView strides.
+enum class Layout {
+  bhsd,        ///< each tensor contiguous `[B, H, N, D]`
+  bshd,        ///< each tensor contiguous `[B, N, H, D]` (the FlashAttention / HF layout)
+  packed_qkv,  ///< Q, K, V are views into one `[B, N, 3, H, D]` buffer; O is `[B, N, H, D]`.
+               ///< Needs heads_q == heads_kv and seqlen_q == seqlen_k.
+};
+
+/// "bhsd", "bshd" or "packed_qkv".
+const char* layout_name(Layout layout);
+
+/// Sizes and options of one problem. Plain data; make_layout() checks it.
+struct Problem {
+  std::int64_t batch = 1;     ///< B
+  std::int64_t heads_q = 1;   ///< Hq
+  std::int64_t heads_kv = 1;  ///< Hkv (GQA when smaller than Hq)
+  std::int64_t seqlen_q = 1;  ///< Nq
+  std::int64_t seqlen_k = 1;  ///< Nk
+  std::int64_t head_dim = 64; ///< D
+  DType dtype = DType::bf16;
+  Mask mask = Mask::none;
+  Layout layout = Layout::bhsd;
+  std::optional<float> softmax_scale;  ///< nullopt: 1/sqrt(D)
+  bool with_lse = true;                ///< also request and check LSE
+
+  /// A readable unique name, e.g. "b2_hq8_hkv2_nq17_nk33_d64_bf16_causal_bottom_right_bshd".
+  std::string name() const;
+};
+
+/// Where one tensor lives: which buffer, the element offset of [0,0,0,0], and its strides.
+struct Placement {
+  int buffer = 0;            ///< index into ProblemLayout::buffer_elems
+  std::int64_t offset = 0;   ///< elements from the buffer's start
+  std::int64_t stride[4] = {0, 0, 0, 1};
+};
+
+/// The buffers of a problem and how Q, K, V (inputs) and O (output) are placed in them.
+/// Buffers 0..2 hold inputs (packed_qkv uses only buffer 0); O always has a buffer of its own.
+struct ProblemLayout {
+  Placement q, k, v, o;
+  std::int64_t buffer_elems[3] = {0, 0, 0};  ///< input buffers, in elements
+  std::int64_t o_elems = 0;                  ///< the output buffer, in elements
+};
+
+/// Computes the layout of @p p. @throws InvalidArgument for a packed layout that does not
+/// fit (heads or seqlen differ) or negative sizes.
+ProblemLayout make_layout(const Problem& p);
+
+/// A TensorView of @p p's tensor @p which ('q', 'k', 'v' or 'o') at @p base (element 0 of
+/// its buffer). Used with host and device buffers alike.
+TensorView make_view(const Problem& p, const ProblemLayout& layout, char which, void* base);
+
+/// Inputs of one problem on the host: the element bytes in the problem's layout (what is
+/// copied to the device) and float64 copies in canonical `[B, H, N, D]` order (what the
+/// reference reads). Both hold the same values: the random draws rounded to the dtype.
+struct HostInputs {
+  Problem problem;
+  ProblemLayout layout;
+  std::vector<unsigned char> buffers[3];  ///< bytes of the input buffers
+  std::vector<double> q, k, v;            ///< canonical float64 copies
+};
+
+/// Draws Q, K ~ N(0, 1) and V ~ N(0.5, 1) (the offset keeps O away from zero, so relative
+/// errors mean something) with a fixed @p seed, rounded to the problem's dtype.
+HostInputs make_random_inputs(const Problem& p, std::uint64_t seed);
+
+/// Reads element [b, h, n, d] of a tensor placed by @p pl in @p buffer as float.
+float read_element(const void* buffer, const Placement& pl, DType dtype, std::int64_t b,
+                   std::int64_t h, std::int64_t n, std::int64_t d);
+
+/// The benchmark set of the FlashAttention papers: B * N = 16384 tokens, Hq * D = 2048,
+/// N in {512, ..., 16384}, D in {64, 128}, causal off and on, for @p dtype.
+std::vector<Problem> standard_problems(DType dtype);
+
+}  // namespace flashsteps

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file step.h
+/// @brief The one entry point every step implements.
+///
+/// Each step lives in its own namespace, `flashsteps::stepNN`, and defines the three
+/// functions declared here. The build compiles a step's library, tests and benchmark with
+/// `FLASHSTEPS_STEP_NS=stepNN`, so the harness (written once, in common/) calls
+/// `flashsteps::step::attention_forward` and gets that step. Step 01 is always declared as
+/// well: it is the baseline of the FlashAttention error rule (Dao et al. 2022, section 4).
+#pragma once
+
+#include <cstddef>
+
+#include "flashsteps/attention.h"
+#include "flashsteps/vendor.h"
+
+#ifndef FLASHSTEPS_STEP_NS
+#error "FLASHSTEPS_STEP_NS (e.g. step01) is set by add_step() in CMake"
+#endif
+
+namespace flashsteps {
+
+/// What the harness prints about a step.
+struct StepInfo {
+  int index;            ///< 1, 2, 3, ...
+  const char* slug;     ///< "naive", "tiled", ...
+  const char* summary;  ///< one line: what this step adds
+};
+
+#define FLASHSTEPS_DECLARE_STEP(ns)                                                       \
+  namespace ns {                                                                          \
+  /** Computes O (and LSE when args.lse != nullptr) on @p stream, asynchronously.      */ \
+  /** Validates first (see validate()); @throws InvalidArgument, Unsupported,          */ \
+  /** DeviceError. Returns without a launch when is_empty(args).                       */ \
+  void attention_forward(const AttentionArgs& args, vendor::Stream stream);               \
+  /** Device scratch bytes attention_forward needs for @p args (0 for most steps).     */ \
+  std::size_t workspace_bytes(const AttentionArgs& args);                                 \
+  /** Index, name and one-line summary of the step.                                    */ \
+  StepInfo info();                                                                        \
+  }
+
+FLASHSTEPS_DECLARE_STEP(step01)
+FLASHSTEPS_DECLARE_STEP(FLASHSTEPS_STEP_NS)
+
+#define FLASHSTEPS_STRINGIFY_(x) #x
+/// "stepNN" of the step this translation unit was built for.
+#define FLASHSTEPS_STRINGIFY(x) FLASHSTEPS_STRINGIFY_(x)
+
+/// The step this translation unit was built for.
+namespace step = FLASHSTEPS_STEP_NS;
+
+}  // namespace flashsteps

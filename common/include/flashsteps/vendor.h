@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file vendor.h
+/// @brief The thin vendor layer: the only place that says "CUDA" or "HIP".
+///
+/// One header picks the runtime and gives a handful of neutral names: an error check,
+/// streams and events, allocation and copies, the dynamic shared-memory limit, the warp
+/// size, a shuffle, and the 16-bit element types with their float conversions. Kernels
+/// otherwise use the built-ins both compilers accept as written (`__global__`,
+/// `__shared__`, `threadIdx`, `__syncthreads()`, `expf`, ...). The tensor-core tile
+/// (from step 04 on) is the one other per-vendor piece of device code.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#if defined(__HIP__) || defined(__HIP_PLATFORM_AMD__) || defined(FLASHSTEPS_HIP)
+#define FLASHSTEPS_VENDOR_HIP 1
+#include <hip/hip_bfloat16.h>
+#include <hip/hip_fp16.h>
+#include <hip/hip_runtime.h>
+#else
+#define FLASHSTEPS_VENDOR_CUDA 1
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#endif
+
+#include "flashsteps/attention.h"
+
+namespace flashsteps::vendor {
+
+#if FLASHSTEPS_VENDOR_HIP
+using Stream = hipStream_t;  ///< an ordered queue of device work
+using Event = hipEvent_t;    ///< a timestamp recorded on a stream
+using Error = hipError_t;    ///< a runtime status code
+using half_t = __half;       ///< IEEE binary16 element
+using bf16_t = hip_bfloat16; ///< bfloat16 element
+inline constexpr Error kSuccess = hipSuccess;
+inline constexpr const char* kName = "HIP";
+#else
+using Stream = cudaStream_t;   ///< an ordered queue of device work
+using Event = cudaEvent_t;     ///< a timestamp recorded on a stream
+using Error = cudaError_t;     ///< a runtime status code
+using half_t = __half;         ///< IEEE binary16 element
+using bf16_t = __nv_bfloat16;  ///< bfloat16 element
+inline constexpr Error kSuccess = cudaSuccess;
+inline constexpr const char* kName = "CUDA";
+#endif
+
+/// Threads per warp (NVIDIA) or wavefront (AMD Instinct): 32 or 64. Compile-time, for
+/// device code. (HIP defines warpSize as a run-time value; gfx9 Instinct GPUs use 64.)
+#if FLASHSTEPS_VENDOR_HIP
+inline constexpr int kWarpSize = 64;
+#else
+inline constexpr int kWarpSize = 32;
+#endif
+
+/// The runtime's text for @p error.
+const char* error_string(Error error);
+
+/// Throws DeviceError("<what> failed at <file>:<line>: <runtime message>") unless ok.
+void check(Error error, const char* what, const char* file, int line);
+
+/// Checks the launch just issued (configuration errors) without synchronising.
+void check_launch(const char* kernel, const char* file, int line);
+
+/// Number of visible devices; 0 when there is no device or no driver (never throws).
+int device_count();
+
+/// Raises the dynamic shared-memory limit of @p kernel to @p bytes (above 48 KiB needs it).
+void set_max_dynamic_smem(const void* kernel, std::size_t bytes);
+
+/// The largest dynamic shared memory one block may opt in to, in bytes.
+std::size_t max_dynamic_smem();
+
+/// Number of multiprocessors (NVIDIA SMs / AMD CUs) of the current device.
+int multiprocessor_count();
+
+// Allocation, copies and streams: thin wrappers that throw DeviceError on failure.
+void* malloc_device(std::size_t bytes);
+void free_device(void* ptr) noexcept;
+void copy_to_device(void* dst, const void* src, std::size_t bytes);
+void copy_to_host(void* dst, const void* src, std::size_t bytes);
+void memset_device(void* dst, int value, std::size_t bytes);
+void synchronize();
+Event event_create();
+void event_destroy(Event event) noexcept;
+void event_record(Event event, Stream stream);
+/// Milliseconds between two recorded events (waits for @p stop).
+float event_elapsed_ms(Event start, Event stop);
+
+}  // namespace flashsteps::vendor
+
+/// Wraps a runtime call: FLASHSTEPS_CHECK(cudaMemcpy(...)) throws DeviceError on failure.
+#define FLASHSTEPS_CHECK(call) ::flashsteps::vendor::check((call), #call, __FILE__, __LINE__)
+/// After every kernel launch: FLASHSTEPS_CHECK_LAUNCH("qk_kernel").
+#define FLASHSTEPS_CHECK_LAUNCH(name) ::flashsteps::vendor::check_launch((name), __FILE__, __LINE__)
+
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(__HIP__)
+namespace flashsteps::vendor {
+
+/// Butterfly shuffle within a warp: lane i receives @p value from lane i ^ @p lane_mask.
+/// CUDA takes a participation mask, HIP does not; all lanes take part here.
+template <typename T>
+__device__ __forceinline__ T shfl_xor(T value, int lane_mask) {
+#if FLASHSTEPS_VENDOR_HIP
+  return __shfl_xor(value, lane_mask, kWarpSize);
+#else
+  return __shfl_xor_sync(0xffffffffu, value, lane_mask, kWarpSize);
+#endif
+}
+
+/// Element to float32, exactly.
+__host__ __device__ __forceinline__ float to_float(float x) { return x; }
+__host__ __device__ __forceinline__ float to_float(half_t x) { return __half2float(x); }
+__host__ __device__ __forceinline__ float to_float(bf16_t x) {
+#if FLASHSTEPS_VENDOR_HIP
+  return static_cast<float>(x);
+#else
+  return __bfloat162float(x);
+#endif
+}
+
+/// float32 to element, rounding to nearest even.
+template <typename T>
+__host__ __device__ __forceinline__ T from_float(float x);
+template <>
+__host__ __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <>
+__host__ __device__ __forceinline__ half_t from_float<half_t>(float x) { return __float2half_rn(x); }
+template <>
+__host__ __device__ __forceinline__ bf16_t from_float<bf16_t>(float x) {
+#if FLASHSTEPS_VENDOR_HIP
+  return bf16_t(x);
+#else
+  return __float2bfloat16_rn(x);
+#endif
+}
+
+}  // namespace flashsteps::vendor
+#endif
+
+namespace flashsteps::vendor {
+
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+/// Calls @p fn with TypeTag<float>, TypeTag<half_t> or TypeTag<bf16_t> for @p dtype, so a
+/// launcher instantiates its kernel once per element type:
+///     dispatch_dtype(args.q.dtype, [&](auto tag) { using T = typename decltype(tag)::type; ... });
+template <typename Fn>
+decltype(auto) dispatch_dtype(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::f16: return fn(TypeTag<half_t>{});
+    case DType::bf16: return fn(TypeTag<bf16_t>{});
+    case DType::f32: break;
+  }
+  return fn(TypeTag<float>{});
+}
+
+}  // namespace flashsteps::vendor

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// The contract's checks, written once; every step calls validate() before any launch.
+#include "flashsteps/attention.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace flashsteps {
+
+std::size_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+
+const char* dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "fp32";
+    case DType::f16: return "fp16";
+    case DType::bf16: return "bf16";
+  }
+  return "?";
+}
+
+const char* mask_name(Mask mask) {
+  switch (mask) {
+    case Mask::none: return "none";
+    case Mask::causal_bottom_right: return "causal_bottom_right";
+    case Mask::causal_top_left: return "causal_top_left";
+  }
+  return "?";
+}
+
+float AttentionArgs::scale() const {
+  return softmax_scale ? *softmax_scale : 1.0f / std::sqrt(static_cast<float>(head_dim()));
+}
+
+namespace {
+
+[[noreturn]] void fail(const std::string& message) { throw InvalidArgument(message); }
+
+template <typename A, typename B>
+void require_equal(const char* field, A got, const char* other, B want) {
+  if (got != want) {
+    std::ostringstream s;
+    s << field << " = " << got << " must equal " << other << " = " << want;
+    fail(s.str());
+  }
+}
+
+void check_view(const char* name, const TensorView& t) {
+  static const char* dims[4] = {"batch", "heads", "seqlen", "head_dim"};
+  for (int d = 0; d < 4; ++d) {
+    if (t.shape[d] < 0) {
+      std::ostringstream s;
+      s << name << ".shape[" << d << "] (" << dims[d] << ") = " << t.shape[d] << " is negative";
+      fail(s.str());
+    }
+    if (t.stride[d] < 0) {
+      std::ostringstream s;
+      s << name << ".stride[" << d << "] = " << t.stride[d] << " is negative";
+      fail(s.str());
+    }
+  }
+  if (t.shape[3] > 1 && t.stride[3] != 1) {
+    std::ostringstream s;
+    s << name << ".stride[3] (head_dim stride) = " << t.stride[3] << " must be 1";
+    fail(s.str());
+  }
+  if (t.numel() > 0 && t.data == nullptr) fail(std::string(name) + ".data is null");
+}
+
+}  // namespace
+
+void validate(const AttentionArgs& a) {
+  check_view("q", a.q);
+  check_view("k", a.k);
+  check_view("v", a.v);
+  check_view("o", a.o);
+  require_equal("k.dtype", dtype_name(a.k.dtype), "q.dtype", dtype_name(a.q.dtype));
+  require_equal("v.dtype", dtype_name(a.v.dtype), "q.dtype", dtype_name(a.q.dtype));
+  require_equal("o.dtype", dtype_name(a.o.dtype), "q.dtype", dtype_name(a.q.dtype));
+  require_equal("k.shape[0] (batch)", a.k.shape[0], "q.shape[0] (batch)", a.q.shape[0]);
+  require_equal("k.shape[3] (head_dim)", a.k.shape[3], "q.shape[3] (head_dim)", a.q.shape[3]);
+  for (int d = 0; d < 4; ++d) {
+    static const char* v_fields[4] = {"v.shape[0]", "v.shape[1]", "v.shape[2]", "v.shape[3]"};
+    static const char* k_fields[4] = {"k.shape[0]", "k.shape[1]", "k.shape[2]", "k.shape[3]"};
+    static const char* o_fields[4] = {"o.shape[0]", "o.shape[1]", "o.shape[2]", "o.shape[3]"};
+    static const char* q_fields[4] = {"q.shape[0]", "q.shape[1]", "q.shape[2]", "q.shape[3]"};
+    require_equal(v_fields[d], a.v.shape[d], k_fields[d], a.k.shape[d]);
+    require_equal(o_fields[d], a.o.shape[d], q_fields[d], a.q.shape[d]);
+  }
+  if (a.head_dim() == 0) fail("q.shape[3] (head_dim) must be positive");
+  if (a.heads_q() > 0) {
+    if (a.heads_kv() == 0) fail("k.shape[1] (heads_kv) is 0 while q.shape[1] (heads_q) > 0");
+    if (a.heads_q() % a.heads_kv() != 0) {
+      std::ostringstream s;
+      s << "k.shape[1] (heads_kv = " << a.heads_kv() << ") must divide q.shape[1] (heads_q = "
+        << a.heads_q() << ") for GQA/MQA";
+      fail(s.str());
+    }
+  }
+  if (a.softmax_scale && !(std::isfinite(*a.softmax_scale) && *a.softmax_scale > 0.0f)) {
+    std::ostringstream s;
+    s << "softmax_scale = " << *a.softmax_scale << " must be finite and positive";
+    fail(s.str());
+  }
+}
+
+bool is_empty(const AttentionArgs& a) {
+  return a.batch() == 0 || a.heads_q() == 0 || a.seqlen_q() == 0;
+}
+
+std::int64_t visible_pairs(Mask mask, std::int64_t seqlen_q, std::int64_t seqlen_k) {
+  std::int64_t pairs = 0;
+  for (std::int64_t i = 0; i < seqlen_q; ++i) pairs += last_visible_key(mask, i, seqlen_q, seqlen_k) + 1;
+  return pairs;
+}
+
+double attention_flops(const AttentionArgs& a) {
+  return 4.0 * static_cast<double>(a.batch() * a.heads_q() * a.head_dim()) *
+         static_cast<double>(visible_pairs(a.mask, a.seqlen_q(), a.seqlen_k()));
+}
+
+double attention_min_bytes(const AttentionArgs& a) {
+  const double elem = static_cast<double>(dtype_size(a.q.dtype));
+  double bytes = elem * static_cast<double>(2 * a.q.numel() + a.k.numel() + a.v.numel());
+  if (a.lse != nullptr) bytes += 4.0 * static_cast<double>(a.batch() * a.heads_q() * a.seqlen_q());
+  return bytes;
+}
+
+}  // namespace flashsteps

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "flashsteps/problem.h"
+
+#include <random>
+#include <sstream>
+
+#include "flashsteps/host_dtype.h"
+
+namespace flashsteps {
+
+const char* layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::bhsd: return "bhsd";
+    case Layout::bshd: return "bshd";
+    case Layout::packed_qkv: return "packed_qkv";
+  }
+  return "?";
+}
+
+std::string Problem::name() const {
+  std::ostringstream s;
+  s << "b" << batch << "_hq" << heads_q << "_hkv" << heads_kv << "_nq" << seqlen_q << "_nk"
+    << seqlen_k << "_d" << head_dim << "_" << dtype_name(dtype) << "_" << mask_name(mask) << "_"
+    << layout_name(layout);
+  if (softmax_scale) s << "_scale" << *softmax_scale;
+  if (!with_lse) s << "_nolse";
+  return s.str();
+}
+
+namespace {
+
+// Strides of a contiguous [B, H, N, D] tensor stored as [B, N, H, D] (or BHSD).
+void set_strides(Placement& pl, Layout layout, std::int64_t H, std::int64_t N, std::int64_t D,
+                 std::int64_t row_pitch) {
+  if (layout == Layout::bhsd) {
+    pl.stride[0] = H * N * D;
+    pl.stride[1] = N * D;
+    pl.stride[2] = D;
+  } else {  // token-major: row_pitch elements between consecutive tokens
+    pl.stride[0] = N * row_pitch;
+    pl.stride[1] = D;
+    pl.stride[2] = row_pitch;
+  }
+  pl.stride[3] = 1;
+}
+
+}  // namespace
+
+ProblemLayout make_layout(const Problem& p) {
+  if (p.batch < 0 || p.heads_q < 0 || p.heads_kv < 0 || p.seqlen_q < 0 || p.seqlen_k < 0 ||
+      p.head_dim < 0)
+    throw InvalidArgument("problem " + p.name() + ": sizes must be non-negative");
+  ProblemLayout l;
+  const std::int64_t B = p.batch, Hq = p.heads_q, Hkv = p.heads_kv, D = p.head_dim;
+  const std::int64_t Nq = p.seqlen_q, Nk = p.seqlen_k;
+  if (p.layout == Layout::packed_qkv) {
+    if (Hq != Hkv || Nq != Nk)
+      throw InvalidArgument("layout packed_qkv needs heads_q == heads_kv and seqlen_q == seqlen_k");
+    const std::int64_t pitch = 3 * Hq * D;  // one token holds q, k, v of every head
+    for (int t = 0; t < 3; ++t) {
+      Placement& pl = t == 0 ? l.q : t == 1 ? l.k : l.v;
+      pl.buffer = 0;
+      pl.offset = t * Hq * D;
+      set_strides(pl, Layout::bshd, Hq, Nq, D, pitch);
+    }
+    l.buffer_elems[0] = B * Nq * pitch;
+  } else {
+    const std::int64_t heads[3] = {Hq, Hkv, Hkv}, lens[3] = {Nq, Nk, Nk};
+    for (int t = 0; t < 3; ++t) {
+      Placement& pl = t == 0 ? l.q : t == 1 ? l.k : l.v;
+      pl.buffer = t;
+      set_strides(pl, p.layout, heads[t], lens[t], D, heads[t] * D);
+      l.buffer_elems[t] = B * heads[t] * lens[t] * D;
+    }
+  }
+  set_strides(l.o, p.layout == Layout::bhsd ? Layout::bhsd : Layout::bshd, Hq, Nq, D, Hq * D);
+  l.o_elems = B * Hq * Nq * D;
+  return l;
+}
+
+TensorView make_view(const Problem& p, const ProblemLayout& layout, char which, void* base) {
+  const Placement& pl = which == 'q' ? layout.q : which == 'k' ? layout.k : which == 'v' ? layout.v : layout.o;
+  const bool is_q_like = which == 'q' || which == 'o';
+  TensorView t;
+  t.dtype = p.dtype;
+  t.data = static_cast<unsigned char*>(base) + pl.offset * static_cast<std::int64_t>(dtype_size(p.dtype));
+  t.shape[0] = p.batch;
+  t.shape[1] = is_q_like ? p.heads_q : p.heads_kv;
+  t.shape[2] = is_q_like ? p.seqlen_q : p.seqlen_k;
+  t.shape[3] = p.head_dim;
+  for (int d = 0; d < 4; ++d) t.stride[d] = pl.stride[d];
+  return t;
+}
+
+float read_element(const void* buffer, const Placement& pl, DType dtype, std::int64_t b,
+                   std::int64_t h, std::int64_t n, std::int64_t d) {
+  const std::int64_t e = pl.offset + b * pl.stride[0] + h * pl.stride[1] + n * pl.stride[2] + d;
+  return load_element(static_cast<const unsigned char*>(buffer) + e * static_cast<std::int64_t>(dtype_size(dtype)), dtype);
+}
+
+HostInputs make_random_inputs(const Problem& p, std::uint64_t seed) {
+  HostInputs in;
+  in.problem = p;
+  in.layout = make_layout(p);
+  const std::size_t esize = dtype_size(p.dtype);
+  for (int b = 0; b < 3; ++b) in.buffers[b].assign(static_cast<std::size_t>(in.layout.buffer_elems[b]) * esize, 0);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::int64_t B = p.batch, D = p.head_dim;
+  struct Target {
+    std::vector<double>* canon;
+    const Placement* pl;
+    std::int64_t H, N;
+    float offset;
+  } targets[3] = {{&in.q, &in.layout.q, p.heads_q, p.seqlen_q, 0.0f},
+                  {&in.k, &in.layout.k, p.heads_kv, p.seqlen_k, 0.0f},
+                  {&in.v, &in.layout.v, p.heads_kv, p.seqlen_k, 0.5f}};
+  for (Target& t : targets) {
+    t.canon->resize(static_cast<std::size_t>(B * t.H * t.N * D));
+    unsigned char* buf = in.buffers[t.pl->buffer].data();
+    std::size_t c = 0;
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < t.H; ++h)
+        for (std::int64_t n = 0; n < t.N; ++n)
+          for (std::int64_t d = 0; d < D; ++d) {
+            const float x = round_to(normal(rng) + t.offset, p.dtype);
+            const std::int64_t e = t.pl->offset + b * t.pl->stride[0] + h * t.pl->stride[1] +
+                                   n * t.pl->stride[2] + d;
+            store_element(buf + e * static_cast<std::int64_t>(esize), x, p.dtype);
+            (*t.canon)[c++] = x;
+          }
+  }
+  return in;
+}
+
+std::vector<Problem> standard_problems(DType dtype) {
+  std::vector<Problem> set;
+  for (std::int64_t D : {64, 128})
+    for (bool causal : {false, true})
+      for (std::int64_t N : {512, 1024, 2048, 4096, 8192, 16384}) {
+        Problem p;
+        p.batch = 16384 / N;
+        p.heads_q = p.heads_kv = 2048 / D;
+        p.seqlen_q = p.seqlen_k = N;
+        p.head_dim = D;
+        p.dtype = dtype;
+        p.mask = causal ? Mask::causal_bottom_right : Mask::none;
+        p.layout = Layout::bshd;
+        p.with_lse = true;
+        set.push_back(p);
+      }
+  return set;
+}
+
+}  // namespace flashsteps

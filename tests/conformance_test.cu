@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+// The conformance suite, written once and linked to every step (FLASHSTEPS_STEP_NS picks it).
+// Every case runs the step on the GPU and asserts against the float64 reference: O and LSE
+// within the dtype's tolerance, every output element written, no write outside a buffer,
+// and (for steps after 01) FlashAttention's rule: at most 2x step 01's error.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "flashsteps/compare.h"
+#include "flashsteps/fixture.h"
+#include "flashsteps/harness.h"
+#include "flashsteps/reference.h"
+#include "flashsteps/step.h"
+#include "test_util.h"
+
+namespace flashsteps {
+namespace {
+
+const StepFns kStep{&step::attention_forward, &step::workspace_bytes};
+const StepFns kBaseline{&step01::attention_forward, &step01::workspace_bytes};
+
+bool has_device() {
+  static const bool present = vendor::device_count() > 0;
+  return present;
+}
+
+#define REQUIRE_DEVICE() \
+  if (!has_device()) GTEST_SKIP() << "no GPU visible to the " << vendor::kName << " runtime"
+
+// Runs the step on @p in and checks everything the contract promises.
+void check_step(const HostInputs& in) {
+  const Problem& p = in.problem;
+  const reference::Result ref = reference::run(in);
+  DeviceCase device_case(in);
+  DeviceCase::Output out;
+  try {
+    out = run_once(device_case, kStep);
+  } catch (const Unsupported& e) {
+    GTEST_SKIP() << "step " << step::info().index << " does not support this case: " << e.what();
+  }
+  EXPECT_TRUE(out.guards_intact) << "a write landed outside a buffer";
+  EXPECT_EQ(out.unwritten, 0) << "output elements left unwritten (still NaN from the poison)";
+  const Verdict v = verify_output(p, ref.o, ref.lse, out.o, out.lse);
+  EXPECT_EQ(v.failure, "") << p.name();
+  if (step::info().index != 1) {
+    const DeviceCase::Output base = run_once(device_case, kBaseline);
+    const Verdict vb = verify_output(p, ref.o, ref.lse, base.o, base.lse);
+    EXPECT_EQ(check_against_baseline(v.o, vb.o, p.dtype), "") << p.name();
+  }
+}
+
+Problem make(std::int64_t B, std::int64_t Hq, std::int64_t Hkv, std::int64_t Nq, std::int64_t Nk, std::int64_t D,
+             DType dtype, Mask mask, Layout layout = Layout::bhsd) {
+  Problem p;
+  p.batch = B, p.heads_q = Hq, p.heads_kv = Hkv, p.seqlen_q = Nq, p.seqlen_k = Nk, p.head_dim = D;
+  p.dtype = dtype, p.mask = mask, p.layout = layout;
+  return p;
+}
+
+// The matrix. Sizes stay small enough for the float64 reference to run in seconds.
+std::vector<Problem> conformance_cases() {
+  std::vector<Problem> cases;
+  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  const Mask causal[] = {Mask::causal_bottom_right, Mask::causal_top_left};
+  // Sequence lengths that are not a multiple of any tile.
+  for (DType t : dtypes)
+    for (std::int64_t n : {1, 17, 127, 1025})
+      for (Mask m : {Mask::none, Mask::causal_bottom_right}) cases.push_back(make(1, 2, 2, n, n, 64, t, m));
+  // Nq != Nk both ways, both causal alignments (Nq > Nk bottom-right masks whole rows).
+  for (auto [nq, nk] : std::vector<std::pair<int, int>>{{17, 100}, {100, 17}, {1, 64}, {64, 1}, {130, 257}, {257, 130}})
+    for (Mask m : causal) cases.push_back(make(2, 2, 2, nq, nk, 64, DType::bf16, m));
+  // Head dims.
+  for (std::int64_t d : {32, 40, 64, 80, 96, 128, 256})
+    for (DType t : {DType::f16, DType::bf16}) cases.push_back(make(1, 2, 2, 77, 77, d, t, Mask::causal_bottom_right));
+  // GQA / MQA ratios.
+  for (auto [hq, hkv] : std::vector<std::pair<int, int>>{{32, 8}, {6, 3}, {8, 1}})
+    for (Mask m : {Mask::none, Mask::causal_bottom_right}) cases.push_back(make(2, hq, hkv, 65, 65, 64, DType::f16, m));
+  // Layouts (strides): BHSD, BSHD, views into one packed QKV buffer.
+  for (Layout l : {Layout::bhsd, Layout::bshd, Layout::packed_qkv})
+    for (DType t : dtypes) cases.push_back(make(2, 4, 4, 100, 100, 64, t, Mask::causal_bottom_right, l));
+  cases.push_back(make(2, 8, 2, 50, 90, 128, DType::bf16, Mask::causal_top_left, Layout::bshd));
+  // Explicit softmax scales, honoured exactly.
+  for (float scale : {0.05f, 0.3f})
+    for (DType t : {DType::f32, DType::bf16}) {
+      Problem p = make(1, 2, 2, 60, 60, 64, t, Mask::none);
+      p.softmax_scale = scale;
+      cases.push_back(p);
+    }
+  // No keys at all (every row fully masked), and no LSE requested.
+  cases.push_back(make(1, 2, 2, 5, 0, 64, DType::bf16, Mask::none));
+  {
+    Problem p = make(1, 2, 2, 33, 33, 64, DType::f16, Mask::causal_bottom_right);
+    p.with_lse = false;
+    cases.push_back(p);
+  }
+  // More (batch, head) pairs than one grid dimension holds (65535).
+  cases.push_back(make(700, 100, 100, 3, 3, 32, DType::f16, Mask::causal_bottom_right));
+  return cases;
+}
+
+class Conformance : public ::testing::TestWithParam<Problem> {};
+
+TEST_P(Conformance, MatchesFloat64Reference) {
+  REQUIRE_DEVICE();
+  const Problem& p = GetParam();
+  check_step(make_random_inputs(p, testing::seed_from(p.name())));
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, Conformance, ::testing::ValuesIn(conformance_cases()),
+                         [](const ::testing::TestParamInfo<Problem>& info) {
+                           return testing::test_name(info.param.name());
+                         });
+
+// Real activations: Q, K, V of every layer and head of all-MiniLM-L6-v2 (tests/data).
+TEST(RealActivations, MiniLmEveryLayerAndHead) {
+  REQUIRE_DEVICE();
+  const QkvFixture fixture = load_qkv_fixture(default_fixture_path());
+  check_step(fixture_inputs(fixture, DType::f16));
+  check_step(fixture_inputs(fixture, DType::bf16));
+}
+
+// Zero-sized problems return without a launch and without touching the outputs.
+TEST(EmptyProblems, ReturnWithoutLaunch) {
+  AttentionArgs a;
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
+    t->dtype = DType::bf16;
+    t->shape[0] = 0, t->shape[1] = 2, t->shape[2] = 8, t->shape[3] = 64;
+  }
+  EXPECT_NO_THROW(step::attention_forward(a, nullptr));  // batch 0: no data needed at all
+}
+
+// Bad inputs are rejected before any launch, with a message naming the field. These need
+// no device: validation happens first, so the fake pointers are never dereferenced.
+class BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
+      t->data = reinterpret_cast<void*>(0x10000);
+      t->dtype = DType::f16;
+      t->shape[0] = 2, t->shape[1] = 8, t->shape[2] = 16, t->shape[3] = 64;
+      t->stride[0] = 8 * 16 * 64, t->stride[1] = 16 * 64, t->stride[2] = 64, t->stride[3] = 1;
+    }
+  }
+  void expect_rejected(const std::string& field) {
+    try {
+      step::attention_forward(a, nullptr);
+      ADD_FAILURE() << "accepted bad input; expected an error naming " << field;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  }
+  AttentionArgs a;
+};
+
+TEST_F(BadInput, HeadsNotDivisible) {
+  a.k.shape[1] = a.v.shape[1] = 3;
+  expect_rejected("k.shape[1]");
+}
+TEST_F(BadInput, NegativeSeqlen) {
+  a.k.shape[2] = a.v.shape[2] = -1;
+  expect_rejected("k.shape[2]");
+}
+TEST_F(BadInput, NullPointer) {
+  a.v.data = nullptr;
+  expect_rejected("v.data");
+}
+TEST_F(BadInput, HeadDimNotContiguous) {
+  a.q.stride[3] = 2;
+  expect_rejected("q.stride[3]");
+}
+TEST_F(BadInput, MixedDtypes) {
+  a.o.dtype = DType::f32;
+  expect_rejected("o.dtype");
+}
+TEST_F(BadInput, OutputShapeDiffers) {
+  a.o.shape[2] = 15;
+  expect_rejected("o.shape[2]");
+}
+TEST_F(BadInput, ZeroHeadDim) {
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) t->shape[3] = 0;
+  expect_rejected("head_dim");
+}
+TEST_F(BadInput, NonPositiveScale) {
+  a.softmax_scale = -1.0f;
+  expect_rejected("softmax_scale");
+}
+TEST_F(BadInput, HeadDimBeyondTheStep) {
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) t->shape[3] = 1000, t->stride[2] = 1000;
+  expect_rejected("head_dim");
+}
+TEST_F(BadInput, MissingWorkspace) {
+  if (step::workspace_bytes(a) == 0) GTEST_SKIP() << "this step needs no workspace";
+  expect_rejected("workspace");
+}
+
+}  // namespace
+}  // namespace flashsteps

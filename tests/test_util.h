@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers shared by the CPU and GPU test suites.
+#pragma once
+
+#include <cctype>
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "flashsteps/problem.h"
+
+namespace flashsteps::testing {
+
+/// A deterministic 64-bit seed from a test's name (FNV-1a), so every case has its own
+/// inputs and a failure reproduces exactly.
+inline std::uint64_t seed_from(const std::string& name) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+/// GoogleTest parameter names allow letters, digits and '_' only.
+inline std::string test_name(std::string name) {
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+}  // namespace flashsteps::testing
+
+namespace flashsteps {
+/// GoogleTest prints a Problem parameter by its name.
+inline void PrintTo(const Problem& p, std::ostream* os) { *os << p.name(); }
+}  // namespace flashsteps
