@@ -27,7 +27,7 @@ function(add_step number slug)
 
   add_library(flashsteps_${id} STATIC ${dir}/step.cu)
   target_link_libraries(flashsteps_${id} PUBLIC flashsteps_gpu)
-  target_compile_definitions(flashsteps_${id} PUBLIC FLASHSTEPS_STEP_NS=${id})
+  target_compile_definitions(flashsteps_${id} PRIVATE FLASHSTEPS_STEP_NS=${id})
   flashsteps_gpu_options(flashsteps_${id})
   set(step_libs flashsteps_${id})
   if(NOT id STREQUAL "step01")

@@ -32,7 +32,38 @@ if command -v compute-sanitizer > /dev/null; then
     echo "$name memcheck: $(grep -E 'ERROR SUMMARY' "$outdir/$name.memcheck.log" | tail -1)"
   done
 fi
-FLASHSTEPS_RESULTS="$outdir/results" "$build/bench" "$@" > "$outdir/bench.log" 2>&1 || status=1
-tail -60 "$outdir/bench.log"
+if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_RACECHECK:-1}" = 1 ]; then
+  for t in "$build"/bin/test_step0[2-9]*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    compute-sanitizer --tool racecheck --error-exitcode 3 "$t" --gtest_brief=1 \
+      --gtest_filter='*nq130_nk257*bf16*:*nq17_nk100*' > "$outdir/$name.racecheck.log" 2>&1 || status=1
+    echo "$name racecheck: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$outdir/$name.racecheck.log" | tail -1)"
+  done
+fi
+# Roofline ceilings: fp32 FMA rate and copy bandwidth (ours), dense bf16 GEMM (PyTorch, optional).
+if [ -x "$build/bin/ceilings" ]; then
+  "$build/bin/ceilings" "$outdir/ceilings.json" > "$outdir/ceilings.log" 2>&1 || status=1
+  cat "$outdir/ceilings.log"
+fi
+python3 tools/ceilings/gemm_ceiling.py "$outdir/gemm_ceiling.json" > "$outdir/gemm_ceiling.log" 2>&1 && cat "$outdir/gemm_ceiling.log"
+# DRAM and L2 traffic of each step on one shape (bf16, D = 128, N = 4096, non-causal), with
+# the clocks left alone (--clock-control none). Only the correctness run's launches are profiled.
+if [ "${FLASHSTEPS_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
+  metrics=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum,gpu__time_duration.sum
+  for b in "$build"/bin/bench_step*; do
+    name=$(basename "$b")
+    count=1
+    [ "$name" = bench_step01 ] && count=3
+    ncu --clock-control none --metrics "$metrics" --launch-count "$count" --csv \
+      "$b" --benchmark_filter='attention/bf16/hd128/n4096/full$' --benchmark_repetitions=1 \
+      --benchmark_min_time=0.001 --benchmark_min_warmup_time=0 > "$outdir/$name.ncu.csv" 2> "$outdir/$name.ncu.err" || status=1
+    echo "$name ncu: $(grep -c dram__bytes "$outdir/$name.ncu.csv") metric rows"
+  done
+fi
+if [ "${FLASHSTEPS_BENCH:-1}" = 1 ]; then
+  FLASHSTEPS_RESULTS="$outdir/results" "$build/bench" "$@" > "$outdir/bench.log" 2>&1 || status=1
+  tail -70 "$outdir/bench.log"
+fi
 tar czf "$outdir.tar.gz" -C "$(dirname "$outdir")" "$(basename "$outdir")"
 exit $status

@@ -132,7 +132,7 @@ std::size_t workspace_bytes(const AttentionArgs& args) {
          sizeof(float);
 }
 
-StepInfo info() { return {1, "naive", "three kernels; S and P round-trip through global memory"}; }
+StepInfo info() { return {1, "naive", "three kernels; S and P round-trip through global memory", 8192}; }
 
 // [start:launcher]
 void attention_forward(const AttentionArgs& args, vendor::Stream stream) {

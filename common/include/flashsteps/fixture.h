@@ -23,7 +23,9 @@ struct QkvFixture {
   std::int64_t head_dim = 0; ///< D
   float softmax_scale = 0.0f;  ///< the model's own scale, 1/sqrt(D)
   bool causal = false;         ///< whether the model attends causally
-  std::vector<std::uint16_t> q, k, v;  ///< fp16 bits, `[L, H, N, D]` contiguous
+  std::vector<std::uint16_t> q;  ///< Q as fp16 bits, `[L, H, N, D]` contiguous
+  std::vector<std::uint16_t> k;  ///< K as fp16 bits, `[L, H, N, D]` contiguous
+  std::vector<std::uint16_t> v;  ///< V as fp16 bits, `[L, H, N, D]` contiguous
 };
 
 /// Reads the header at @p json_path (format "flashsteps-qkv-v1") and its binary beside it.

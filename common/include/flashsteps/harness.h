@@ -24,11 +24,11 @@ inline constexpr std::size_t kGuardBytes = 4096;
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  /// Allocates @p bytes of data plus the guards. @throws DeviceError.
+  /// Allocates @p bytes of data plus the guards. @throws DeviceError on failure
   explicit DeviceBuffer(std::size_t bytes);
   ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& other) noexcept;
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(DeviceBuffer&& other) noexcept;             ///< takes over @p other's memory
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;  ///< frees ours, takes over @p other's
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
@@ -69,7 +69,7 @@ DeviceInfo device_info();
 /// poisoned with NaN before each run, views and args built for the step.
 class DeviceCase {
  public:
-  /// Uploads @p inputs. @throws DeviceError.
+  /// Uploads @p inputs. @throws DeviceError on failure
   explicit DeviceCase(const HostInputs& inputs);
   /// Args for one forward call (views into this case's buffers, workspace included).
   const AttentionArgs& args() const { return args_; }
@@ -98,8 +98,8 @@ class DeviceCase {
 
 /// A step's two entry points, as the harness calls them.
 struct StepFns {
-  void (*attention_forward)(const AttentionArgs&, vendor::Stream);
-  std::size_t (*workspace_bytes)(const AttentionArgs&);
+  void (*attention_forward)(const AttentionArgs&, vendor::Stream);  ///< the step's attention_forward
+  std::size_t (*workspace_bytes)(const AttentionArgs&);             ///< the step's workspace_bytes
 };
 
 /// One checked run: reserves the step's workspace, poisons the outputs, calls the step on

@@ -32,9 +32,9 @@ struct Problem {
   std::int64_t seqlen_q = 1;  ///< Nq
   std::int64_t seqlen_k = 1;  ///< Nk
   std::int64_t head_dim = 64; ///< D
-  DType dtype = DType::bf16;
-  Mask mask = Mask::none;
-  Layout layout = Layout::bhsd;
+  DType dtype = DType::bf16;    ///< element type of Q, K, V and O
+  Mask mask = Mask::none;       ///< which keys each query row sees
+  Layout layout = Layout::bhsd; ///< how the tensors sit in memory
   std::optional<float> softmax_scale;  ///< nullopt: 1/sqrt(D)
   bool with_lse = true;                ///< also request and check LSE
 
@@ -46,13 +46,16 @@ struct Problem {
 struct Placement {
   int buffer = 0;            ///< index into ProblemLayout::buffer_elems
   std::int64_t offset = 0;   ///< elements from the buffer's start
-  std::int64_t stride[4] = {0, 0, 0, 1};
+  std::int64_t stride[4] = {0, 0, 0, 1};  ///< element strides (batch, head, seq, dim)
 };
 
 /// The buffers of a problem and how Q, K, V (inputs) and O (output) are placed in them.
 /// Buffers 0..2 hold inputs (packed_qkv uses only buffer 0); O always has a buffer of its own.
 struct ProblemLayout {
-  Placement q, k, v, o;
+  Placement q;  ///< the queries
+  Placement k;  ///< the keys
+  Placement v;  ///< the values
+  Placement o;  ///< the output
   std::int64_t buffer_elems[3] = {0, 0, 0};  ///< input buffers, in elements
   std::int64_t o_elems = 0;                  ///< the output buffer, in elements
 };
@@ -69,10 +72,12 @@ TensorView make_view(const Problem& p, const ProblemLayout& layout, char which, 
 /// copied to the device) and float64 copies in canonical `[B, H, N, D]` order (what the
 /// reference reads). Both hold the same values: the random draws rounded to the dtype.
 struct HostInputs {
-  Problem problem;
-  ProblemLayout layout;
+  Problem problem;       ///< what the inputs are for
+  ProblemLayout layout;  ///< where the tensors sit in @ref buffers
   std::vector<unsigned char> buffers[3];  ///< bytes of the input buffers
-  std::vector<double> q, k, v;            ///< canonical float64 copies
+  std::vector<double> q;  ///< canonical float64 copy of Q
+  std::vector<double> k;  ///< canonical float64 copy of K
+  std::vector<double> v;  ///< canonical float64 copy of V
 };
 
 /// Draws Q, K ~ N(0, 1) and V ~ N(0.5, 1) (the offset keeps O away from zero, so relative

@@ -25,13 +25,19 @@ struct StepInfo {
   int index;            ///< 1, 2, 3, ...
   const char* slug;     ///< "naive", "tiled", ...
   const char* summary;  ///< one line: what this step adds
+  /// Longest standard-set seqlen the benchmark times for this step (0: no cap). Only step 01
+  /// caps it: its S/P round trip makes the longest problems take seconds per call.
+  std::int64_t bench_max_seqlen = 0;
 };
 
+/// Declares a step's three entry points in namespace flashsteps::ns (written once, here).
 #define FLASHSTEPS_DECLARE_STEP(ns)                                                       \
   namespace ns {                                                                          \
   /** Computes O (and LSE when args.lse != nullptr) on @p stream, asynchronously.      */ \
-  /** Validates first (see validate()); @throws InvalidArgument, Unsupported,          */ \
-  /** DeviceError. Returns without a launch when is_empty(args).                       */ \
+  /** Validates first (see validate()); returns without a launch when is_empty(args). */ \
+  /** @throws InvalidArgument when @p args break the contract                         */ \
+  /** @throws Unsupported when this step does not implement the case                  */ \
+  /** @throws DeviceError when a runtime call or launch fails                         */ \
   void attention_forward(const AttentionArgs& args, vendor::Stream stream);               \
   /** Device scratch bytes attention_forward needs for @p args (0 for most steps).     */ \
   std::size_t workspace_bytes(const AttentionArgs& args);                                 \
@@ -42,6 +48,7 @@ struct StepInfo {
 FLASHSTEPS_DECLARE_STEP(step01)
 FLASHSTEPS_DECLARE_STEP(FLASHSTEPS_STEP_NS)
 
+/// Helper of FLASHSTEPS_STRINGIFY (expands its argument first).
 #define FLASHSTEPS_STRINGIFY_(x) #x
 /// "stepNN" of the step this translation unit was built for.
 #define FLASHSTEPS_STRINGIFY(x) FLASHSTEPS_STRINGIFY_(x)

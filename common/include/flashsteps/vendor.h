@@ -14,11 +14,13 @@
 #include <string>
 
 #if defined(__HIP__) || defined(__HIP_PLATFORM_AMD__) || defined(FLASHSTEPS_HIP)
+/// Defined (to 1) when the sources are compiled for HIP (AMD).
 #define FLASHSTEPS_VENDOR_HIP 1
 #include <hip/hip_bfloat16.h>
 #include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
 #else
+/// Defined (to 1) when the sources are compiled for CUDA (NVIDIA).
 #define FLASHSTEPS_VENDOR_CUDA 1
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -35,16 +37,16 @@ using Event = hipEvent_t;    ///< a timestamp recorded on a stream
 using Error = hipError_t;    ///< a runtime status code
 using half_t = __half;       ///< IEEE binary16 element
 using bf16_t = hip_bfloat16; ///< bfloat16 element
-inline constexpr Error kSuccess = hipSuccess;
-inline constexpr const char* kName = "HIP";
+inline constexpr Error kSuccess = hipSuccess;  ///< the status of a call that succeeded
+inline constexpr const char* kName = "HIP";    ///< the runtime's name, for messages
 #else
 using Stream = cudaStream_t;   ///< an ordered queue of device work
 using Event = cudaEvent_t;     ///< a timestamp recorded on a stream
 using Error = cudaError_t;     ///< a runtime status code
 using half_t = __half;         ///< IEEE binary16 element
 using bf16_t = __nv_bfloat16;  ///< bfloat16 element
-inline constexpr Error kSuccess = cudaSuccess;
-inline constexpr const char* kName = "CUDA";
+inline constexpr Error kSuccess = cudaSuccess;  ///< the status of a call that succeeded
+inline constexpr const char* kName = "CUDA";    ///< the runtime's name, for messages
 #endif
 
 /// Threads per warp (NVIDIA) or wavefront (AMD Instinct): 32 or 64. Compile-time, for
@@ -76,7 +78,10 @@ std::size_t max_dynamic_smem();
 /// Number of multiprocessors (NVIDIA SMs / AMD CUs) of the current device.
 int multiprocessor_count();
 
-// Allocation, copies and streams: thin wrappers that throw DeviceError on failure.
+// Allocation, copies and events: thin wrappers that throw DeviceError on failure. The first
+// comment of the group is shared by all its members (DISTRIBUTE_GROUP_DOC).
+///@{
+/// Thin wrapper of the runtime call of the same meaning; throws DeviceError on failure.
 void* malloc_device(std::size_t bytes);
 void free_device(void* ptr) noexcept;
 void copy_to_device(void* dst, const void* src, std::size_t bytes);
@@ -86,6 +91,7 @@ void synchronize();
 Event event_create();
 void event_destroy(Event event) noexcept;
 void event_record(Event event, Stream stream);
+///@}
 /// Milliseconds between two recorded events (waits for @p stop).
 float event_elapsed_ms(Event start, Event stop);
 
@@ -110,6 +116,7 @@ __device__ __forceinline__ T shfl_xor(T value, int lane_mask) {
 #endif
 }
 
+///@{
 /// Element to float32, exactly.
 __host__ __device__ __forceinline__ float to_float(float x) { return x; }
 __host__ __device__ __forceinline__ float to_float(half_t x) { return __half2float(x); }
@@ -120,7 +127,9 @@ __host__ __device__ __forceinline__ float to_float(bf16_t x) {
   return __bfloat162float(x);
 #endif
 }
+///@}
 
+///@{
 /// float32 to element, rounding to nearest even.
 template <typename T>
 __host__ __device__ __forceinline__ T from_float(float x);
@@ -136,20 +145,24 @@ __host__ __device__ __forceinline__ bf16_t from_float<bf16_t>(float x) {
   return __float2bfloat16_rn(x);
 #endif
 }
+///@}
 
 }  // namespace flashsteps::vendor
 #endif
 
 namespace flashsteps::vendor {
 
+/// A value that carries a type: what dispatch_dtype() passes to its callback.
 template <typename T>
 struct TypeTag {
-  using type = T;
+  using type = T;  ///< the element type
 };
 
 /// Calls @p fn with TypeTag<float>, TypeTag<half_t> or TypeTag<bf16_t> for @p dtype, so a
 /// launcher instantiates its kernel once per element type:
-///     dispatch_dtype(args.q.dtype, [&](auto tag) { using T = typename decltype(tag)::type; ... });
+/// @code
+/// dispatch_dtype(args.q.dtype, [&](auto tag) { using T = typename decltype(tag)::type; ... });
+/// @endcode
 template <typename Fn>
 decltype(auto) dispatch_dtype(DType dtype, Fn&& fn) {
   switch (dtype) {

@@ -31,6 +31,12 @@ struct Options {
 /// Computes O `[B, Hq, Nq, D]` and LSE `[B, Hq, Nq]` (natural log; -inf for a row with no
 /// visible key, whose O row is 0) from Q `[B, Hq, Nq, D]`, K and V `[B, Hkv, Nk, D]`.
 ///
+/// @param q        queries `[B, Hq, Nq, D]`
+/// @param k        keys `[B, Hkv, Nk, D]`
+/// @param v        values `[B, Hkv, Nk, D]`
+/// @param options  mask and scale
+/// @param o        output `[B, Hq, Nq, D]`, written
+/// @param lse      log-sum-exp `[B, Hq, Nq]`, written
 /// @param rows  query rows to compute for every (b, h); empty means all rows. Other rows of
 ///              @p o and @p lse are left untouched (spot checks of large problems).
 /// @throws InvalidArgument if the extents disagree, Hq % Hkv != 0, or a row is out of range.
@@ -40,8 +46,8 @@ void attention(const View4& q, const View4& k, const View4& v, const Options& op
 /// The reference output of a problem, in canonical `[B, Hq, Nq, D]` / `[B, Hq, Nq]` order.
 /// Rows not computed (see @p rows) hold NaN.
 struct Result {
-  std::vector<double> o;
-  std::vector<double> lse;
+  std::vector<double> o;    ///< `[B, Hq, Nq, D]`
+  std::vector<double> lse;  ///< `[B, Hq, Nq]`
 };
 
 /// Runs attention() on @p inputs' float64 copies with the problem's mask and scale

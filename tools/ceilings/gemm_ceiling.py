@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Dense bf16 GEMM ceiling of the current GPU through PyTorch (cuBLAS / hipBLASLt).
+
+An 8192 x 8192 x 8192 bf16 product on random inputs (never zeros), timed with CUDA events:
+3 warm-ups, median of 20. Prints JSON; with a path argument, also writes it there.
+PyTorch is an optional tool here, never a build dependency.
+    python3 tools/ceilings/gemm_ceiling.py [out.json]
+"""
+import json
+import statistics
+import sys
+
+import torch
+
+
+def main() -> int:
+    if not torch.cuda.is_available():
+        print("No GPU visible to PyTorch: GEMM ceiling not measured.")
+        return 0
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    times = []
+    for i in range(23):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.matmul(a, b)
+        stop.record()
+        stop.synchronize()
+        if i >= 3:
+            times.append(start.elapsed_time(stop))
+    ms = statistics.median(times)
+    result = {
+        "gpu_name": torch.cuda.get_device_name(),
+        "bf16_gemm_tflops": round(2 * n**3 / (ms / 1e3) / 1e12, 1),
+        "bf16_gemm_method": f"torch.matmul {n}x{n}x{n} bf16, randn inputs, median of 20 after 3 warm-ups",
+        "torch_version": torch.__version__,
+    }
+    text = json.dumps(result, indent=2)
+    print(text)
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
