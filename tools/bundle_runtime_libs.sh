@@ -9,6 +9,7 @@ for exe in "$bin"/test_* "$bin"/bench_*; do
   [ -x "$exe" ] || continue
   ldd "$exe" | awk '/=> \// {print $3}' | grep -E 'libbenchmark|kokkos|libgtest|libfmt' || true
 done | sort -u | while read -r lib; do
+  [ "$(dirname "$(readlink -f "$lib")")" = "$(readlink -f "$bin")" ] && continue
   cp -L "$lib" "$bin/"
   echo "bundled $(basename "$lib")"
 done
