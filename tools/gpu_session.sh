@@ -20,11 +20,11 @@ cat "$outdir/device.txt"
 status=0
 for t in "$build"/bin/test_step*; do
   name=$(basename "$t")
-  "$t" --gtest_brief=1 --gtest_output="json:$outdir/$name.json" > "$outdir/$name.log" 2>&1 || status=1
+  timeout 300 "$t" --gtest_brief=1 --gtest_output="json:$outdir/$name.json" > "$outdir/$name.log" 2>&1 || status=1
   echo "$name: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$outdir/$name.log" | tr '\n' ' ')"
   grep -A3 -E '^\[  FAILED  \]|Failure' "$outdir/$name.log" | head -40
 done
-if command -v compute-sanitizer > /dev/null; then
+if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_MEMCHECK:-1}" = 1 ]; then
   for t in "$build"/bin/test_step*; do
     name=$(basename "$t")
     compute-sanitizer --tool memcheck --error-exitcode 3 "$t" --gtest_brief=1 \
@@ -55,14 +55,16 @@ if [ "${FLASHSTEPS_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
     name=$(basename "$b")
     count=1
     [ "$name" = bench_step01 ] && count=3
-    ncu --clock-control none --metrics "$metrics" --launch-count "$count" --csv \
+    timeout 120 ncu --clock-control none --metrics "$metrics" --launch-count "$count" --csv \
       "$b" --benchmark_filter='attention/bf16/hd128/n4096/full$' --benchmark_repetitions=1 \
       --benchmark_min_time=0.001 --benchmark_min_warmup_time=0 > "$outdir/$name.ncu.csv" 2> "$outdir/$name.ncu.err" || status=1
     echo "$name ncu: $(grep -c dram__bytes "$outdir/$name.ncu.csv") metric rows"
   done
 fi
 if [ "${FLASHSTEPS_BENCH:-1}" = 1 ]; then
-  FLASHSTEPS_RESULTS="$outdir/results" "$build/bench" "$@" > "$outdir/bench.log" 2>&1 || status=1
+  # Bounded, so that what was measured is still packed when time runs short.
+  FLASHSTEPS_RESULTS="$outdir/results" timeout "${FLASHSTEPS_BENCH_TIMEOUT:-3600}" "$build/bench" "$@" \
+    > "$outdir/bench.log" 2>&1 || status=1
   tail -70 "$outdir/bench.log"
 fi
 tar czf "$outdir.tar.gz" -C "$(dirname "$outdir")" "$(basename "$outdir")"

@@ -130,20 +130,37 @@ void DeviceCase::poison_outputs() {
   vendor::memset_device(lse_.data(), 0xFF, lse_.size());
 }
 
-DeviceCase::Output DeviceCase::download() const {
+namespace {
+// True when the stored bits of one element of @p dtype are a NaN.
+bool is_nan_bits(const unsigned char* at, DType dtype) {
+  if (dtype == DType::f32) {
+    std::uint32_t u;
+    std::memcpy(&u, at, 4);
+    return (u & 0x7fffffffu) > 0x7f800000u;
+  }
+  std::uint16_t u;
+  std::memcpy(&u, at, 2);
+  return (u & 0x7fffu) > (dtype == DType::f16 ? 0x7c00u : 0x7f80u);
+}
+}  // namespace
+
+DeviceCase::Output DeviceCase::download(const std::vector<std::int64_t>& rows) const {
   vendor::synchronize();
   Output out;
   const Problem& p = problem_;
+  const std::size_t esize = dtype_size(p.dtype);
   const std::vector<unsigned char> o_host = o_.download();
-  out.o.reserve(static_cast<std::size_t>(layout_.o_elems));
+  for (std::size_t e = 0; e < o_host.size(); e += esize) out.unwritten += is_nan_bits(&o_host[e], p.dtype) ? 1 : 0;
+  out.o.assign(static_cast<std::size_t>(layout_.o_elems), std::nan(""));
+  std::vector<std::int64_t> row_list = rows;
+  if (row_list.empty())
+    for (std::int64_t n = 0; n < p.seqlen_q; ++n) row_list.push_back(n);
   for (std::int64_t b = 0; b < p.batch; ++b)
     for (std::int64_t h = 0; h < p.heads_q; ++h)
-      for (std::int64_t n = 0; n < p.seqlen_q; ++n)
-        for (std::int64_t d = 0; d < p.head_dim; ++d) {
-          const double x = read_element(o_host.data(), layout_.o, p.dtype, b, h, n, d);
-          out.unwritten += std::isnan(x) ? 1 : 0;
-          out.o.push_back(x);
-        }
+      for (std::int64_t n : row_list)
+        for (std::int64_t d = 0; d < p.head_dim; ++d)
+          out.o[static_cast<std::size_t>(((b * p.heads_q + h) * p.seqlen_q + n) * p.head_dim + d)] =
+              read_element(o_host.data(), layout_.o, p.dtype, b, h, n, d);
   if (p.with_lse) {
     const std::vector<unsigned char> lse_host = lse_.download();
     out.lse.resize(lse_host.size() / sizeof(float));
@@ -159,11 +176,11 @@ DeviceCase::Output DeviceCase::download() const {
   return out;
 }
 
-DeviceCase::Output run_once(DeviceCase& device_case, const StepFns& step) {
+DeviceCase::Output run_once(DeviceCase& device_case, const StepFns& step, const std::vector<std::int64_t>& rows) {
   device_case.reserve_workspace(step.workspace_bytes(device_case.args()));
   device_case.poison_outputs();
   step.attention_forward(device_case.args(), nullptr);
-  return device_case.download();
+  return device_case.download(rows);
 }
 
 }  // namespace flashsteps

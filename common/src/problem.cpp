@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "flashsteps/problem.h"
 
-#include <random>
+#include <algorithm>
+#include <cmath>
+#include <thread>
 #include <sstream>
 
 #include "flashsteps/host_dtype.h"
@@ -98,14 +100,43 @@ float read_element(const void* buffer, const Placement& pl, DType dtype, std::in
   return load_element(static_cast<const unsigned char*>(buffer) + e * static_cast<std::int64_t>(dtype_size(dtype)), dtype);
 }
 
+namespace {
+
+// A counter-based generator: element e of a stream draws from splitmix64(seed, e) alone, so
+// any range of elements can be generated independently (and in parallel) with the same result.
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// An approximately standard normal draw for element @p e of stream @p seed: the sum of four
+// 16-bit uniforms from one 64-bit hash (Irwin-Hall), centred and scaled to variance 1. No
+// transcendental functions, so the standard set's 100 M elements take milliseconds.
+float normal_at(std::uint64_t seed, std::uint64_t e) {
+  const std::uint64_t r = splitmix64(seed ^ splitmix64(e));
+  const double sum = static_cast<double>((r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) + (r >> 48));
+  return static_cast<float>((sum / 65536.0 - 2.0) * 1.7320508075688772);  // Var(U) = 1/12, 4 of them
+}
+
+// Runs fn(begin, end) over [0, n) on every hardware thread.
+template <typename Fn>
+void parallel_ranges(std::int64_t n, Fn fn) {
+  const std::int64_t workers = std::max<std::int64_t>(1, std::min<std::int64_t>(std::thread::hardware_concurrency(), n / 65536 + 1));
+  std::vector<std::thread> pool;
+  for (std::int64_t w = 0; w < workers; ++w) pool.emplace_back(fn, n * w / workers, n * (w + 1) / workers);
+  for (std::thread& t : pool) t.join();
+}
+
+}  // namespace
+
 HostInputs make_random_inputs(const Problem& p, std::uint64_t seed) {
   HostInputs in;
   in.problem = p;
   in.layout = make_layout(p);
-  const std::size_t esize = dtype_size(p.dtype);
-  for (int b = 0; b < 3; ++b) in.buffers[b].assign(static_cast<std::size_t>(in.layout.buffer_elems[b]) * esize, 0);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const std::int64_t esize = static_cast<std::int64_t>(dtype_size(p.dtype));
+  for (int b = 0; b < 3; ++b) in.buffers[b].assign(static_cast<std::size_t>(in.layout.buffer_elems[b] * esize), 0);
   const std::int64_t B = p.batch, D = p.head_dim;
   struct Target {
     std::vector<double>* canon;
@@ -115,20 +146,22 @@ HostInputs make_random_inputs(const Problem& p, std::uint64_t seed) {
   } targets[3] = {{&in.q, &in.layout.q, p.heads_q, p.seqlen_q, 0.0f},
                   {&in.k, &in.layout.k, p.heads_kv, p.seqlen_k, 0.0f},
                   {&in.v, &in.layout.v, p.heads_kv, p.seqlen_k, 0.5f}};
-  for (Target& t : targets) {
-    t.canon->resize(static_cast<std::size_t>(B * t.H * t.N * D));
-    unsigned char* buf = in.buffers[t.pl->buffer].data();
-    std::size_t c = 0;
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t h = 0; h < t.H; ++h)
-        for (std::int64_t n = 0; n < t.N; ++n)
-          for (std::int64_t d = 0; d < D; ++d) {
-            const float x = round_to(normal(rng) + t.offset, p.dtype);
-            const std::int64_t e = t.pl->offset + b * t.pl->stride[0] + h * t.pl->stride[1] +
-                                   n * t.pl->stride[2] + d;
-            store_element(buf + e * static_cast<std::int64_t>(esize), x, p.dtype);
-            (*t.canon)[c++] = x;
-          }
+  for (int t = 0; t < 3; ++t) {
+    const Target& tg = targets[t];
+    const std::int64_t n = B * tg.H * tg.N * D;
+    tg.canon->resize(static_cast<std::size_t>(n));
+    unsigned char* buf = in.buffers[tg.pl->buffer].data();
+    const std::uint64_t stream = splitmix64(seed + static_cast<std::uint64_t>(t));
+    // Element c of the canonical [B, H, N, D] order goes to its strided place in the buffer.
+    parallel_ranges(n, [&, stream, n](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t c = begin; c < end && c < n; ++c) {
+        const std::int64_t d = c % D, row = c / D, s = row % tg.N, h = row / tg.N % tg.H, b = row / (tg.N * tg.H);
+        const float x = round_to(normal_at(stream, static_cast<std::uint64_t>(c)) + tg.offset, p.dtype);
+        const std::int64_t e = tg.pl->offset + b * tg.pl->stride[0] + h * tg.pl->stride[1] + s * tg.pl->stride[2] + d;
+        store_element(buf + e * esize, x, p.dtype);
+        (*tg.canon)[static_cast<std::size_t>(c)] = x;
+      }
+    });
   }
   return in;
 }

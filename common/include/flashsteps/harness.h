@@ -85,8 +85,10 @@ class DeviceCase {
     std::int64_t unwritten = 0;  ///< O/LSE elements still NaN from the poison
     bool guards_intact = true;   ///< no write outside any buffer
   };
-  /// Synchronises, copies O and LSE back and checks guards and poison.
-  Output download() const;
+  /// Synchronises, copies O and LSE back and checks guards and poison (over every element).
+  /// Converts query rows @p rows of every (batch, head) to float64, or all rows when empty;
+  /// rows not converted hold NaN in Output::o.
+  Output download(const std::vector<std::int64_t>& rows = {}) const;
 
  private:
   Problem problem_;
@@ -103,9 +105,9 @@ struct StepFns {
 };
 
 /// One checked run: reserves the step's workspace, poisons the outputs, calls the step on
-/// the default stream, and downloads (which synchronises and checks guards and poison).
+/// the default stream, and downloads @p rows (which synchronises and checks guards and poison).
 /// @throws whatever the step throws (InvalidArgument, Unsupported, DeviceError).
-DeviceCase::Output run_once(DeviceCase& device_case, const StepFns& step);
+DeviceCase::Output run_once(DeviceCase& device_case, const StepFns& step, const std::vector<std::int64_t>& rows = {});
 
 /// Times device work with events: @p warmup untimed calls, then @p reps timed calls of
 /// @p fn, each bracketed by its own pair of events; returns the milliseconds of each call.
