@@ -55,9 +55,9 @@ if [ "${FLASHSTEPS_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
     name=$(basename "$b")
     count=1
     [ "$name" = bench_step01 ] && count=3
-    timeout 120 ncu --clock-control none --metrics "$metrics" --launch-count "$count" --csv \
-      "$b" --benchmark_filter='attention/bf16/hd128/n4096/full$' --benchmark_repetitions=1 \
-      --benchmark_min_time=0.001 --benchmark_min_warmup_time=0 > "$outdir/$name.ncu.csv" 2> "$outdir/$name.ncu.err" || status=1
+    timeout 120 ncu --clock-control none --metrics "$metrics" --launch-count "$count" --csv --log-file "$outdir/$name.ncu.csv" \
+      "$b" --benchmark_filter='attention/bf16/hd128/n4096/full/' --benchmark_repetitions=1 \
+      --benchmark_min_time=0.001 --benchmark_min_warmup_time=0 > "$outdir/$name.ncu.out" 2>&1 || status=1
     echo "$name ncu: $(grep -c dram__bytes "$outdir/$name.ncu.csv") metric rows"
   done
 fi

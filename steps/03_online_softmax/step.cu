@@ -77,6 +77,32 @@ __device__ void load_tile(float* smem, const T* gmem, std::int64_t row_stride, s
     smem[r * PITCH + c] = (r < valid_rows && c < D) ? vendor::to_float(gmem[r * row_stride + c]) : 0.0f;
   }
 }
+
+// A K or V tile in flight: fetch() issues its global loads into registers (raw elements, so
+// nothing waits for them), stash() converts and stores it to shared memory once the data is
+// needed. Loads of the next tile thus overlap the arithmetic on the current one.
+template <int ROWS, int COLS, typename T>
+struct TileInFlight {
+  static constexpr int kPerThread = ROWS * COLS / kThreads;
+  static_assert(ROWS * COLS % kThreads == 0, "a tile must split evenly over the threads");
+  T x[kPerThread];
+
+  __device__ void fetch(const T* gmem, std::int64_t row_stride, std::int64_t valid_rows, int D) {
+#pragma unroll
+    for (int it = 0; it < kPerThread; ++it) {
+      const int e = threadIdx.x + kThreads * it, r = e / COLS, c = e % COLS;
+      x[it] = (r < valid_rows && c < D) ? gmem[r * row_stride + c] : vendor::from_float<T>(0.0f);
+    }
+  }
+  template <int PITCH>
+  __device__ void stash(float* smem) const {
+#pragma unroll
+    for (int it = 0; it < kPerThread; ++it) {
+      const int e = threadIdx.x + kThreads * it;
+      smem[(e / COLS) * PITCH + e % COLS] = vendor::to_float(x[it]);
+    }
+  }
+};
 // [end:load_tile]
 
 // [start:score_tile]
@@ -153,13 +179,18 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params<T> p) {
 #pragma unroll
   for (int i = 0; i < TM; ++i) m_i[i] = -INFINITY, l_i[i] = 0.0f;
 
+  TileInFlight<TileT::BLOCK_N, HEAD_DIM, T> k_next, v_next;
+  k_next.fetch(k, p.k_stride[2], p.Nk, p.D);
   for (std::int64_t n0 = 0; n0 < p.Nk; n0 += TileT::BLOCK_N) {
+    v_next.fetch(v + n0 * p.v_stride[2], p.v_stride[2], p.Nk - n0, p.D);  // lands during S
     __syncthreads();  // the previous tile's K, V and P are no longer read
-    load_tile<TileT::BLOCK_N, HEAD_DIM, TileT::QK_PITCH>(K_smem, k + n0 * p.k_stride[2], p.k_stride[2], p.Nk - n0, p.D);
-    load_tile<TileT::BLOCK_N, HEAD_DIM, HEAD_DIM>(V_smem, v + n0 * p.v_stride[2], p.v_stride[2], p.Nk - n0, p.D);
+    k_next.template stash<TileT::QK_PITCH>(K_smem);
     __syncthreads();
     float s[TM][TN];
     score_tile<HEAD_DIM>(s, Q_smem, K_smem, p, m0, n0);
+    if (n0 + TileT::BLOCK_N < p.Nk)  // the next K tile lands during the softmax and P V
+      k_next.fetch(k + (n0 + TileT::BLOCK_N) * p.k_stride[2], p.k_stride[2], p.Nk - n0 - TileT::BLOCK_N, p.D);
+    v_next.template stash<HEAD_DIM>(V_smem);
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
       float tile_max = -INFINITY;
