@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Open every chapter of the built book in headless Chromium and check that it renders.
+
+    python3 tools/book/browser_check.py --html build/book/html --src build/book/src \\
+        --screenshots build/book/screenshots [--chromium /usr/bin/chromium]
+
+The site is served from a throwaway HTTP server on 127.0.0.1 (a random free port, stopped
+at the end), as a reader would see it. For every chapter (each ``.md`` of the staged
+Sphinx source) the page is loaded with ``chromium --headless=new --dump-dom``. A small
+script, added to the page by the server only for this check, waits for the ``load``
+event and writes what it finds into the DOM that Chromium dumps. The check fails unless:
+
+- the page's ``<h1>`` is the chapter's ``# title``;
+- every ``<img>`` finished loading with ``naturalWidth > 0``, and its file is a valid PNG
+  or SVG;
+- every MathML formula has a non-empty box (the browser rendered it), and no formula
+  fell back to an error.
+
+It also saves screenshots of the front page and the first step chapter
+(``--window-size=1280,2000``) to --screenshots. Debian: ``apt-get install chromium``; as
+root Chromium needs ``--no-sandbox``, which this script passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import html
+import json
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import xml.etree.ElementTree as ET
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+PROBE_ID = "flashsteps-browser-check"
+PROBE = f"""
+<script>
+window.addEventListener("load", () => {{
+  const out = {{}};
+  const h1 = document.querySelector("article h1, h1");
+  if (h1) {{
+    const copy = h1.cloneNode(true);
+    copy.querySelectorAll("a.headerlink").forEach(a => a.remove());
+    out.h1 = copy.textContent.trim();
+  }}
+  out.images = Array.from(document.images).map(img => ({{
+    src: img.getAttribute("src"), complete: img.complete, width: img.naturalWidth,
+    height: img.naturalHeight }}));
+  out.math = Array.from(document.getElementsByTagName("math")).map(m => {{
+    const r = m.getBoundingClientRect();
+    return {{ width: r.width, height: r.height }};
+  }});
+  out.math_errors = document.querySelectorAll(".math-error").length;
+  const pre = document.createElement("pre");
+  pre.id = "{PROBE_ID}";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+}});
+</script>
+"""
+CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                  "--hide-scrollbars", "--no-first-run", "--no-default-browser-check",
+                  "--disable-extensions", "--mute-audio"]
+
+
+class Handler(SimpleHTTPRequestHandler):
+    """Serves the site; adds the probe script to HTML pages requested with ?probe."""
+
+    def do_GET(self):  # noqa: N802 (http.server's naming)
+        parts = urlsplit(self.path)
+        if parts.query != "probe" or not parts.path.endswith(".html"):
+            return super().do_GET()
+        path = Path(self.translate_path(parts.path))
+        if not path.is_file():
+            return self.send_error(404)
+        text = path.read_text(encoding="utf-8")
+        text = text.replace("</body>", PROBE + "</body>", 1)
+        data = text.encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format, *args):  # quiet
+        pass
+
+
+def chapter_titles(src: Path) -> dict[str, str]:
+    """{page.html path relative to the site: the chapter's '# title'} for every chapter."""
+    titles = {}
+    for md in sorted(src.rglob("*.md")):
+        rel = md.relative_to(src)
+        if rel.parts[0].startswith("_") or any((src / p).is_symlink() for p in rel.parents):
+            continue
+        for line in md.read_text(encoding="utf-8").splitlines():
+            if line.startswith("# "):
+                title = re.sub(r"[`*]", "", line[2:]).strip()
+                titles[rel.with_suffix(".html").as_posix()] = title
+                break
+    return titles
+
+
+def valid_image(path: Path) -> str | None:
+    """None when path is a valid PNG or SVG, else what is wrong."""
+    if not path.is_file():
+        return "missing"
+    data = path.read_bytes()
+    if path.suffix.lower() == ".png":
+        return None if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 33 else "not a PNG"
+    if path.suffix.lower() == ".svg":
+        try:
+            root = ET.fromstring(data)
+        except ET.ParseError as exc:
+            return f"not valid XML ({exc})"
+        return None if root.tag.endswith("svg") else f"root element is {root.tag}, not svg"
+    return None
+
+
+def run_chromium(chromium: str, args: list[str], timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([chromium, *CHROMIUM_FLAGS, *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--html", type=Path, required=True, help="the built site")
+    ap.add_argument("--src", type=Path, required=True, help="the staged Sphinx source")
+    ap.add_argument("--screenshots", type=Path, required=True, help="where to save PNGs")
+    ap.add_argument("--chromium", default=None, help="browser binary (default: chromium)")
+    args = ap.parse_args(argv)
+    chromium = args.chromium if args.chromium and "NOTFOUND" not in args.chromium else None
+    chromium = chromium or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        print("browser_check: chromium not found (Debian: apt-get install chromium)",
+              file=sys.stderr)
+        return 1
+    site = args.html.resolve()
+    titles = chapter_titles(args.src.resolve())
+    if not titles:
+        print(f"browser_check: no chapters under {args.src}", file=sys.stderr)
+        return 1
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0),
+                                 functools.partial(Handler, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    errors: list[str] = []
+    try:
+        for page, title in titles.items():
+            if not (site / page).is_file():
+                errors.append(f"{page}: not built")
+                continue
+            proc = run_chromium(chromium, ["--virtual-time-budget=15000", "--dump-dom",
+                                           f"{base}/{page}?probe"])
+            m = re.search(rf'<pre id="{PROBE_ID}">(.*?)</pre>', proc.stdout, re.S)
+            if proc.returncode != 0 or not m:
+                errors.append(f"{page}: Chromium did not render it (exit {proc.returncode}): "
+                              f"{proc.stderr.strip()[-500:]}")
+                continue
+            found = json.loads(html.unescape(m[1]))
+            problems = []
+            if found.get("h1") != title:
+                problems.append(f"h1 is {found.get('h1')!r}, the chapter's title is {title!r}")
+            for img in found["images"]:
+                if not img["complete"] or img["width"] <= 0:
+                    problems.append(f"image {img['src']} did not load")
+                src = unquote(urlsplit(img["src"] or "").path)
+                bad = valid_image((site / page).parent / src) if src else "no src"
+                if bad:
+                    problems.append(f"image {img['src']}: {bad}")
+            empty = [i for i, box in enumerate(found["math"]) if box["width"] <= 0 or box["height"] <= 0]
+            if empty:
+                problems.append(f"{len(empty)} of {len(found['math'])} formulas rendered empty")
+            if found["math_errors"]:
+                problems.append(f"{found['math_errors']} formulas failed to convert")
+            status = "ok" if not problems else "FAILED"
+            print(f"  {page}: h1 {found.get('h1')!r}, {len(found['images'])} images, "
+                  f"{len(found['math'])} formulas: {status}")
+            errors += [f"{page}: {p}" for p in problems]
+
+        args.screenshots.mkdir(parents=True, exist_ok=True)
+        steps = sorted(p for p in titles if p.startswith("steps/"))
+        shots = [("index.html", "front_page.png")]
+        if steps:
+            shots.append((steps[0], f"{Path(steps[0]).stem}.png"))
+        for page, name in shots:
+            out = args.screenshots.resolve() / name
+            out.unlink(missing_ok=True)
+            proc = run_chromium(chromium, ["--virtual-time-budget=15000", "--window-size=1280,2000",
+                                           f"--screenshot={out}", f"{base}/{page}"])
+            if proc.returncode != 0 or valid_image(out):
+                errors.append(f"screenshot of {page} failed: {proc.stderr.strip()[-500:]}")
+            else:
+                print(f"  screenshot: {out}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    for err in errors:
+        print(f"error: {err}", file=sys.stderr)
+    print(f"browser_check: {len(titles)} chapters, {len(errors)} problems: "
+          f"{'FAILED' if errors else 'ok'}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Lay out the book's Sphinx source tree in the build tree and generate what it includes.
+
+    python3 tools/book/stage_book.py --repo . --out build/book/src
+
+The chapters in book/ are copied to OUT (only files whose bytes changed are rewritten, so
+Sphinx's incremental build keeps working), and each top-level entry of the repository
+(steps/, common/, results/, ...) is linked into OUT under its own name. A chapter therefore
+includes ``/steps/01_naive/step.cu`` by the path it has in the repository; conf.py keeps
+the links out of the document search.
+
+Everything generated goes to OUT/_generated/ (never into the source tree):
+
+- ``steps/NN_slug/step.diff`` -- unified diff of the step's step.cu against the previous
+  step's (none for the first step), and ``changes.md``, the Markdown a chapter includes
+  for its "What changes" section (the diff, or the sentence that there is no previous step);
+- ``steps/NN_slug/run.md`` -- the step's captured output, ``results/<gpu>/stepNN.txt`` for
+  every GPU that has one, or a generated "not measured yet";
+- ``results/status.md``, ``results/table.md``, ``results/table_n4096.md`` -- which GPUs
+  were measured, and the TFLOPS tables printed by tools/results_table.py;
+- ``results/tflops.{png,svg}`` and ``results/plot.md`` -- the figure drawn by
+  tools/plot_results.py (it shows "not measured" for a vendor with no results);
+- ``results/ceilings.md`` -- the measured roofline ceilings (copy and GEMM benchmarks),
+  or "not measured yet".
+
+The results tools are the teammates' (tools/results_table.py, tools/plot_results.py,
+tools/flashsteps_results.py); this script only runs them and wraps their output. With no
+JSON under results/ they are run on an empty folder and say "not measured" themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import filecmp
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+STEP_DIR_RE = re.compile(r"^(\d{2})_([a-z0-9_]+)$")
+# Top-level repository entries never linked into the Sphinx source tree.
+SKIP_TOP = {"book", ".git", ".venv", "venv", "build", "_build", "node_modules"}
+GENERATED = "_generated"
+
+
+class StageError(RuntimeError):
+    pass
+
+
+def write_if_changed(path: Path, text: str | bytes) -> None:
+    """Write only when the content differs, so unchanged files keep their mtime."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    if path.is_file() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def copy_if_changed(src: Path, dst: Path) -> None:
+    if dst.is_file() and not dst.is_symlink() and filecmp.cmp(src, dst, shallow=False):
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if dst.is_symlink():
+        dst.unlink()
+    shutil.copy2(src, dst)
+
+
+def remove_path(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+def walk_no_links(root: Path):
+    """Every path under root, deepest first, never descending into a symlinked folder
+    (the staged tree links to the repository: walking into it could delete sources)."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root, topdown=True, followlinks=False):
+        here = Path(dirpath)
+        found += [here / name for name in filenames]
+        for name in list(dirnames):
+            path = here / name
+            found.append(path)
+            if path.is_symlink():
+                dirnames.remove(name)
+    return sorted(found, key=lambda p: (-len(p.parts), str(p)))
+
+
+def prune(root: Path, keep: set[Path]) -> None:
+    """Delete files under root that are not in keep, then empty folders."""
+    if not root.is_dir():
+        return
+    for path in walk_no_links(root):
+        if path.is_symlink() or path.is_file():
+            if path not in keep:
+                path.unlink()
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+
+
+# ----------------------------------------------------------------------------- source tree
+
+def link(link_path: Path, entry: Path) -> None:
+    """Make link_path a relative symlink to entry (unchanged if it already is one)."""
+    target = os.path.relpath(entry.resolve(), link_path.parent.resolve())
+    if link_path.is_symlink() and os.readlink(link_path) == target:
+        return
+    if link_path.exists() or link_path.is_symlink():
+        remove_path(link_path)
+    link_path.symlink_to(target, target_is_directory=entry.is_dir())
+
+
+def stage_sources(repo: Path, book: Path, out: Path) -> None:
+    """Copy book/ to OUT and link the repository's entries beside the chapters.
+
+    A repository folder whose name the book also uses (steps/: the repository's step
+    sources, the book's step chapters) is merged one level down: OUT/steps holds the
+    chapters and links to each steps/NN_slug folder.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    keep: set[Path] = set()
+    # 1. the book's own files
+    for path in sorted(book.rglob("*")):
+        rel = path.relative_to(book)
+        if path.is_dir() or path.name == "CMakeLists.txt":
+            continue
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+            continue
+        dst = out / rel
+        for parent in reversed(rel.parents[:-1]):  # a link where a book folder now goes
+            if (out / parent).is_symlink():
+                (out / parent).unlink()
+        copy_if_changed(path, dst)
+        keep.add(dst)
+    # 2. links to the repository's entries
+    for entry in sorted(repo.iterdir()):
+        name = entry.name
+        if name in SKIP_TOP or (name.startswith(".") and name != ".ci"):
+            continue
+        mine = book / name
+        if not mine.exists():
+            link(out / name, entry)
+            keep.add(out / name)
+        elif mine.is_dir() and entry.is_dir():
+            for child in sorted(entry.iterdir()):
+                if not (mine / child.name).exists():
+                    link(out / name / child.name, child)
+                    keep.add(out / name / child.name)
+    # 3. drop whatever else is in OUT (files deleted from book/, removed repo entries)
+    keep_dirs = {p for k in keep for p in k.relative_to(out).parents}
+    for path in walk_no_links(out):
+        rel = path.relative_to(out)
+        if rel.parts[0] in (GENERATED, "_extra") or path in keep:
+            continue
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir() and rel not in keep_dirs:
+            path.rmdir() if not any(path.iterdir()) else shutil.rmtree(path)
+
+
+# ----------------------------------------------------------------------------- steps
+
+def find_steps(repo: Path) -> list[tuple[str, str, Path]]:
+    """(number "01", slug "naive", dir) for every steps/NN_slug/step.cu, in order."""
+    steps = []
+    steps_dir = repo / "steps"
+    if steps_dir.is_dir():
+        for d in sorted(steps_dir.iterdir()):
+            m = STEP_DIR_RE.match(d.name)
+            if m and (d / "step.cu").is_file():
+                steps.append((m[1], m[2], d))
+    return steps
+
+
+def step_diff(prev: Path, cur: Path, repo: Path) -> tuple[str, int, int]:
+    """Unified diff of two step.cu files (paths shown relative to the repo), +lines, -lines."""
+    a = prev.read_text(encoding="utf-8").splitlines(keepends=True)
+    b = cur.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = list(difflib.unified_diff(a, b, str(prev.relative_to(repo)), str(cur.relative_to(repo)),
+                                      n=3))
+    lines = [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+             for line in lines]
+    added = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
+    removed = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
+    return "".join(lines), added, removed
+
+
+def generate_steps(repo: Path, gen: Path, results: Path, keep: set[Path]) -> None:
+    steps = find_steps(repo)
+    for index, (num, slug, d) in enumerate(steps):
+        name = f"{num}_{slug}"
+        out = gen / "steps" / name
+        cur = d / "step.cu"
+        lines_total = len(cur.read_text(encoding="utf-8").splitlines())
+        if index == 0:
+            changes = (
+                "<!-- generated by tools/book/stage_book.py; do not edit -->\n"
+                f"Step {num} is the first step of the series: there is no previous step to "
+                f"diff against, so the whole of `steps/{name}/step.cu` "
+                f"({lines_total} lines) is new. Every later chapter shows here the "
+                "generated diff against its predecessor.\n")
+        else:
+            pnum, pslug, pd = steps[index - 1]
+            diff, added, removed = step_diff(pd / "step.cu", cur, repo)
+            write_if_changed(out / "step.diff", diff)
+            keep.add(out / "step.diff")
+            if not diff:
+                body = (f"`steps/{name}/step.cu` is identical to "
+                        f"`steps/{pnum}_{pslug}/step.cu`.\n")
+            else:
+                body = (f"Against step {pnum} (`steps/{pnum}_{pslug}/step.cu`), "
+                        f"`steps/{name}/step.cu` adds {added} lines and removes {removed} "
+                        f"({lines_total} lines in all). The diff is generated when the book "
+                        "is built:\n\n"
+                        f"```{{literalinclude}} /{GENERATED}/steps/{name}/step.diff\n"
+                        ":language: diff\n"
+                        f":caption: steps/{pnum}_{pslug}/step.cu → steps/{name}/step.cu\n"
+                        "```\n")
+            changes = "<!-- generated by tools/book/stage_book.py; do not edit -->\n" + body
+        write_if_changed(out / "changes.md", changes)
+        keep.add(out / "changes.md")
+
+        # captured run output: results/<gpu>/stepNN.txt
+        runs = sorted(results.glob(f"*/step{num}.txt")) if results.is_dir() else []
+        parts = ["<!-- generated by tools/book/stage_book.py; do not edit -->"]
+        if not runs:
+            parts.append(f"*Not measured yet:* no captured output of step {num} under "
+                         f"`results/` (the book includes `results/<gpu>/step{num}.txt` "
+                         "when it is there).")
+        for run in runs:
+            rel = run.relative_to(results.parent)
+            parts.append(f"```{{literalinclude}} /{rel.as_posix()}\n:language: text\n"
+                         f":caption: {rel.as_posix()} (captured on {run.parent.name})\n```")
+        write_if_changed(out / "run.md", "\n\n".join(parts) + "\n")
+        keep.add(out / "run.md")
+
+
+# ----------------------------------------------------------------------------- results
+
+def run_tool(args: list[str], what: str) -> str:
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise StageError(f"{what} failed (exit {proc.returncode}): {' '.join(args)}\n"
+                         f"{proc.stdout}{proc.stderr}")
+    return proc.stdout
+
+
+def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path]) -> None:
+    tools = repo / "tools"
+    for script in ("results_table.py", "plot_results.py", "flashsteps_results.py"):
+        if not (tools / script).is_file():
+            raise StageError(f"tools/{script} is missing: the book's results come from it")
+    out = gen / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    jsons = sorted(results.rglob("*.json")) if results.is_dir() else []
+    header = "<!-- generated by tools/book/stage_book.py from results/; do not edit -->\n"
+
+    with tempfile.TemporaryDirectory() as empty:
+        src = str(results) if jsons else empty
+        # which GPUs were measured
+        sys.path.insert(0, str(tools))
+        try:
+            import flashsteps_results as fr  # the teammates' loader: no parsing here
+            records = fr.load_results(src)
+        except Exception as exc:  # a malformed result file must fail the build loudly
+            raise StageError(f"loading {src}: {exc}") from None
+        finally:
+            sys.path.pop(0)
+        if not records:
+            status = ("*Not measured yet:* `results/` holds no benchmark JSON, so every table "
+                      "and figure below says \"not measured\". The chapter fills in by itself "
+                      "when result files are committed and the book is rebuilt.\n")
+        else:
+            lines = ["Measured on:", ""]
+            for vendor, gpu in fr.gpus_of(records):
+                mine = [r for r in records if r.gpu == gpu]
+                lines.append(f"- `results/{gpu}/` ({fr.VENDOR_LABELS[vendor]}): "
+                             f"{fr.describe_gpu(mine)}")
+            measured = {v for v, _ in fr.gpus_of(records)}
+            for vendor in fr.VENDORS:
+                if vendor not in measured:
+                    lines.append(f"- {fr.VENDOR_LABELS[vendor]}: *not measured yet*")
+            status = "\n".join(lines) + "\n"
+        write_if_changed(out / "status.md", header + status)
+        keep.add(out / "status.md")
+
+        py = sys.executable
+        for name, extra in (("table.md", []), ("table_n4096.md", ["--seqlen", "4096"])):
+            table = run_tool([py, str(tools / "results_table.py"), src, *extra],
+                             "tools/results_table.py")
+            write_if_changed(out / name, header + table)
+            keep.add(out / name)
+
+        with tempfile.TemporaryDirectory() as tmp:
+            run_tool([py, str(tools / "plot_results.py"), src, "-o", str(Path(tmp) / "tflops")],
+                     "tools/plot_results.py")
+            for ext in (".png", ".svg"):
+                produced = Path(tmp) / f"tflops{ext}"
+                if not produced.is_file():
+                    raise StageError(f"tools/plot_results.py did not write {produced.name}")
+                write_if_changed(out / f"tflops{ext}", produced.read_bytes())
+                keep.add(out / f"tflops{ext}")
+        caption = ("TFLOPS per step and sequence length, bf16, drawn by "
+                   "`tools/plot_results.py` from `results/` when the book was built"
+                   + ("" if records else " (nothing measured yet: every panel says so)") + ".")
+        plot = (f"{header}```{{figure}} /{GENERATED}/results/tflops.svg\n"
+                ":alt: TFLOPS of each FlashSteps step against sequence length, one row of "
+                "panels per GPU\n:width: 100%\n\n"
+                f"{caption}\n```\n")
+        write_if_changed(out / "plot.md", plot)
+        keep.add(out / "plot.md")
+
+        write_if_changed(out / "ceilings.md", header + ceilings_markdown(records, fr))
+        keep.add(out / "ceilings.md")
+
+
+def ceilings_markdown(records, fr) -> str:
+    """Roofline ceilings: benchmarks of kind "copy" (GB/s) and "gemm" (TFLOPS)."""
+    rows = [r for r in records if r.kind in ("copy", "gemm")]
+    if not rows:
+        return ("*Not measured yet:* no ceiling benchmarks (`copy/...` and `gemm/...` "
+                "entries) in `results/`.\n")
+    lines = ["| GPU | Ceiling | Benchmark | Measured | Source |", "|:--|:--|:--|--:|:--|"]
+    for r in sorted(rows, key=lambda r: (fr.VENDORS.index(r.vendor), r.gpu, r.kind, r.name)):
+        if r.skipped:
+            value = f"skipped: {r.error}"
+        elif r.kind == "copy":
+            value = f"{r.counters.get('GBps', float('nan')):.0f} GB/s"
+        else:
+            value = f"{fr.fmt_tflops(r.tflops)} TFLOPS"
+        what = "memory bandwidth" if r.kind == "copy" else "dense GEMM throughput"
+        lines.append(f"| {r.context.get('gpu_name', r.gpu)} | {what} | `{r.name}` | {value} | "
+                     f"`{Path(r.source).name}` |")
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- API
+
+def _text(elem) -> str:
+    return " ".join("".join(elem.itertext()).split()) if elem is not None else ""
+
+
+def generate_api(repo: Path, gen: Path, xml_dir: Path, html_dir: Path | None,
+                 out: Path, keep: set[Path]) -> None:
+    """The API page's table of sources, from Doxygen's XML (target `docs`), and a link to
+    Doxygen's HTML, which is published inside the book under doxygen/."""
+    import xml.etree.ElementTree as ET
+    index = xml_dir / "index.xml"
+    if not index.is_file():
+        raise StageError(f"{index} is missing: build the `docs` target (Doxygen) first")
+    rows = []
+    for compound in ET.parse(index).getroot().iter("compound"):
+        if compound.get("kind") != "file":
+            continue
+        root = ET.parse(xml_dir / f"{compound.get('refid')}.xml").getroot()
+        cdef = root.find("compounddef")
+        loc = cdef.find("location") if cdef is not None else None
+        path = Path(loc.get("file")) if loc is not None and loc.get("file") else None
+        if path is None:
+            continue
+        if not path.is_absolute():
+            path = repo / path
+        try:
+            rel = path.resolve().relative_to(repo)
+        except ValueError:
+            continue
+        rows.append((str(rel), _text(cdef.find("briefdescription")),
+                     f"doxygen/{compound.get('refid')}.html"))
+    if not rows:
+        raise StageError(f"{xml_dir}: Doxygen documented no source file")
+    rows.sort(key=lambda r: (not r[0].startswith("common/"), not r[0].startswith("reference/"), r[0]))
+    lines = ["<!-- generated by tools/book/stage_book.py from Doxygen's XML; do not edit -->",
+             "| Source | What it holds |", "|:--|:--|"]
+    for rel, brief, page in rows:
+        brief = brief.replace("|", "\\|") or "(no file comment)"
+        has_page = html_dir is not None and (html_dir / Path(page).name).is_file()
+        name = f'<a href="{page}"><code>{rel}</code></a>' if has_page else f"`{rel}`"
+        lines.append(f"| {name} | {brief} |")
+    write_if_changed(gen / "api" / "sources.md", "\n".join(lines) + "\n")
+    keep.add(gen / "api" / "sources.md")
+    # Doxygen's HTML goes into the site as doxygen/ (html_extra_path in conf.py).
+    extra = out / "_extra"
+    if html_dir is not None:
+        if not (html_dir / "index.html").is_file():
+            raise StageError(f"{html_dir}/index.html is missing: build the `docs` target first")
+        extra.mkdir(exist_ok=True)
+        link(extra / "doxygen", html_dir)
+    elif extra.exists():
+        remove_path(extra)
+
+
+# ----------------------------------------------------------------------------- main
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repo", type=Path, required=True, help="repository root")
+    ap.add_argument("--out", type=Path, required=True, help="Sphinx source dir to lay out")
+    ap.add_argument("--book", type=Path, help="chapters (default: REPO/book)")
+    ap.add_argument("--doxygen-xml", type=Path, required=True, help="Doxygen's XML output")
+    ap.add_argument("--doxygen-html", type=Path, help="Doxygen's HTML, published as doxygen/")
+    args = ap.parse_args(argv)
+    repo = args.repo.resolve()
+    book = (args.book or repo / "book").resolve()
+    out = args.out.resolve()
+    results = repo / "results"
+    try:
+        stage_sources(repo, book, out)
+        gen = out / GENERATED
+        keep: set[Path] = set()
+        generate_steps(repo, gen, results, keep)
+        generate_results(repo, gen, results, keep)
+        generate_api(repo, gen, args.doxygen_xml.resolve(),
+                     args.doxygen_html.resolve() if args.doxygen_html else None, out, keep)
+        prune(gen, keep)
+    except (StageError, OSError, UnicodeDecodeError) as exc:
+        print(f"stage_book: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"stage_book: {out} ({len(keep)} generated files)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

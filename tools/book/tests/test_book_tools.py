@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tests of the book's build tools (tools/book/*.py) on small synthetic trees.
+
+    python3 -m pytest tools/book/tests -q
+
+They need only the standard library and pytest; the stage_book test that runs the results
+tools is skipped when matplotlib is missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOLS = Path(__file__).resolve().parents[1]
+REPO = TOOLS.parents[1]
+sys.path.insert(0, str(TOOLS))
+
+import check_markers  # noqa: E402
+import check_site  # noqa: E402
+import stage_book  # noqa: E402
+
+STEP = """// SPDX-License-Identifier: Apache-2.0
+namespace demo {
+// [start:kernel]
+__global__ void kernel() {}
+// [end:kernel]
+// [start:empty]
+// [end:empty]
+}
+"""
+
+
+def make_repo(tmp_path: Path, chapter: str) -> Path:
+    repo = tmp_path / "repo"
+    (repo / "steps" / "01_naive").mkdir(parents=True)
+    (repo / "steps" / "01_naive" / "step.cu").write_text(STEP)
+    (repo / "common").mkdir()
+    (repo / "common" / "x.h").write_text("int a;\nint b;\nint a;\n")
+    (repo / "book" / "steps").mkdir(parents=True)
+    (repo / "book" / "index.md").write_text("# Index\n")
+    (repo / "book" / "steps" / "01_naive.md").write_text(chapter)
+    return repo
+
+
+def markers(tmp_path: Path, chapter: str) -> tuple[int, str]:
+    repo = make_repo(tmp_path, chapter)
+    checker = check_markers.Checker(repo, (repo / "book").resolve(), None)
+    for block in check_markers.parse_blocks(repo / "book" / "steps" / "01_naive.md"):
+        checker.check_block(block)
+    return len(checker.errors), "\n".join(checker.errors)
+
+
+def include(path: str, *options: str, fence: str = "```") -> str:
+    return f"# T\n\n{fence}{{literalinclude}} {path}\n" + "".join(o + "\n" for o in options) + fence + "\n"
+
+
+def test_marker_that_exists_passes(tmp_path):
+    n, text = markers(tmp_path, include("/steps/01_naive/step.cu", ":language: cuda",
+                                        ':start-after: "[start:kernel]"', ":end-before: [end:kernel]"))
+    assert n == 0, text
+
+
+def test_missing_marker_fails_and_names_the_markers(tmp_path):
+    n, text = markers(tmp_path, include("/steps/01_naive/step.cu", ":start-after: [start:nope]",
+                                        ":end-before: [end:nope]"))
+    assert n == 1 and "[start:nope]" in text and "kernel" in text
+
+
+def test_missing_file_fails(tmp_path):
+    n, text = markers(tmp_path, include("/steps/02_tiled/step.cu"))
+    assert n == 1 and "no file" in text
+
+
+def test_empty_region_fails(tmp_path):
+    n, text = markers(tmp_path, include("/steps/01_naive/step.cu", ":start-after: [start:empty]",
+                                        ":end-before: [end:empty]"))
+    assert n == 1 and "empty" in text
+
+
+def test_step_parts_need_markers_and_other_files_need_unique_text(tmp_path):
+    n, text = markers(tmp_path / "a", include("/steps/01_naive/step.cu", ":start-at: __global__"))
+    assert n == 1 and "marker" in text
+    n, text = markers(tmp_path / "b", include("/common/x.h", ":start-at: int a;"))
+    assert n == 1 and "ambiguous" in text
+    n, text = markers(tmp_path / "c", include("/common/x.h", ":start-at: int b;", ":end-at: int b;"))
+    assert n == 0, text
+
+
+def test_lines_option_and_pasted_code_and_escaping_paths_fail(tmp_path):
+    assert markers(tmp_path / "a", include("/common/x.h", ":lines: 1-2"))[0] == 1
+    assert markers(tmp_path / "b", "# T\n\n```cpp\nint x;\n```\n")[0] == 1
+    assert markers(tmp_path / "c", "# T\n\n```{code-block} cuda\nint x;\n```\n")[0] == 1
+    assert markers(tmp_path / "d", "# T\n\n```console\n$ make\n```\n")[0] == 0
+    assert markers(tmp_path / "e", include("../../steps/01_naive/step.cu"))[0] == 1
+
+
+def test_includes_nested_in_directives_are_checked(tmp_path):
+    chapter = "# T\n\n::::{note}\n" + include("/steps/01_naive/step.cu", ":start-after: [start:x]",
+                                               ":end-before: [end:x]")[4:] + "::::\n"
+    assert markers(tmp_path, chapter)[0] == 1
+
+
+def test_unbalanced_markers_in_the_source_fail(tmp_path):
+    repo = make_repo(tmp_path, include("/steps/01_naive/step.cu", ":start-after: [start:kernel]",
+                                       ":end-before: [end:kernel]"))
+    (repo / "steps" / "01_naive" / "step.cu").write_text(STEP + "// [start:kernel]\n")
+    checker = check_markers.Checker(repo, (repo / "book").resolve(), None)
+    for block in check_markers.parse_blocks(repo / "book" / "steps" / "01_naive.md"):
+        checker.check_block(block)
+    assert any("needs one [start:kernel]" in e for e in checker.errors)
+
+
+def site(tmp_path: Path, body: str) -> Path:
+    root = tmp_path / "html"
+    (root / "sub").mkdir(parents=True)
+    (root / "index.html").write_text(f'<html><body><h1 id="top">x</h1>{body}</body></html>')
+    (root / "sub" / "page.html").write_text('<html><body><p id="here">y</p>'
+                                            '<a href="../index.html#top">up</a></body></html>')
+    (root / "style.css").write_text("body { background: url('missing.png'); }")
+    return root
+
+
+def test_check_site(tmp_path, capsys):
+    ok = site(tmp_path / "ok", '<a href="sub/page.html#here">a</a><a href="https://x.org">e</a>'
+                               '<a href="#top">t</a>')
+    (ok / "style.css").write_text("body { color: red; }")
+    assert check_site.main([str(ok)]) == 0
+    bad = site(tmp_path / "bad", '<a href="sub/page.html#nowhere">a</a><img src="gone.png">')
+    assert check_site.main([str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "nowhere" in err and "gone.png" in err and "missing.png" in err
+
+
+def test_stage_never_touches_the_repository_through_its_links(tmp_path):
+    repo = make_repo(tmp_path, "# Step\n")
+    out = tmp_path / "src"
+    stage_book.stage_sources(repo, repo / "book", out)
+    assert (out / "steps" / "01_naive").is_symlink() and (out / "steps" / "01_naive.md").is_file()
+    assert (out / "common").is_symlink()
+    # a chapter removed from book/ disappears from the staged tree; the sources stay
+    (repo / "book" / "steps" / "01_naive.md").unlink()
+    stage_book.stage_sources(repo, repo / "book", out)
+    assert not (out / "steps" / "01_naive.md").exists()
+    assert (repo / "steps" / "01_naive" / "step.cu").read_text() == STEP
+    assert (repo / "common" / "x.h").is_file()
+
+
+def test_step_diffs(tmp_path):
+    repo = make_repo(tmp_path, "# Step\n")
+    (repo / "steps" / "02_tiled").mkdir()
+    (repo / "steps" / "02_tiled" / "step.cu").write_text(STEP.replace("kernel() {}", "kernel() { }"))
+    gen, keep = tmp_path / "gen", set()
+    stage_book.generate_steps(repo, gen, repo / "results", keep)
+    first = (gen / "steps" / "01_naive" / "changes.md").read_text()
+    assert "first step" in first and not (gen / "steps" / "01_naive" / "step.diff").exists()
+    diff = (gen / "steps" / "02_tiled" / "step.diff").read_text()
+    assert diff.startswith("--- steps/01_naive/step.cu\n+++ steps/02_tiled/step.cu\n")
+    assert "adds 1 lines and removes 1" in (gen / "steps" / "02_tiled" / "changes.md").read_text()
+    assert "Not measured yet" in (gen / "steps" / "02_tiled" / "run.md").read_text()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
+def test_results_are_generated_even_when_nothing_is_measured(tmp_path):
+    gen, keep = tmp_path / "gen", set()
+    stage_book.generate_results(REPO, gen, tmp_path / "no-results", keep)
+    assert "Not measured yet" in (gen / "results" / "status.md").read_text()
+    assert "not measured" in (gen / "results" / "table.md").read_text()
+    assert (gen / "results" / "tflops.svg").read_bytes().lstrip().startswith((b"<?xml", b"<svg"))
+    assert "Not measured yet" in (gen / "results" / "ceilings.md").read_text()

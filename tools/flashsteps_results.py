@@ -1,0 +1,325 @@
+"""Load and validate FlashSteps benchmark results (Google Benchmark JSON).
+
+Each ``bench_stepNN`` executable writes standard Google Benchmark JSON with a
+few extra ``context`` keys (``flashsteps_step``, ``gpu_vendor``, ...).  Result
+files live in ``results/<gpu-slug>/<anything>.json``.  This module turns them
+into flat :class:`Record` objects, one per benchmark per file, so the plotting
+and table tools never touch raw JSON.
+
+Only the standard library is used: the tools that import this module also run
+on GPU machines without matplotlib.
+
+Typical use::
+
+    from flashsteps_results import load_results
+    for r in load_results("results"):
+        print(r.gpu, r.step, r.name, r.tflops, r.error)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+VENDORS = ("nvidia", "amd")
+VENDOR_LABELS = {"nvidia": "NVIDIA", "amd": "AMD"}
+RUNTIME_LABELS = {"nvidia": "CUDA", "amd": "HIP"}
+
+# Context keys every FlashSteps result file must carry (as strings).
+REQUIRED_CONTEXT = ("flashsteps_step", "flashsteps_step_name", "gpu_vendor", "gpu_name")
+# Context keys shown in footers when present.
+INFO_CONTEXT = ("gpu_arch", "sm_count", "driver_version", "runtime_version",
+                "gpu_max_clock_mhz", "git_commit", "date")
+# User counters written by every benchmark; TFLOPS is required unless skipped.
+COUNTERS = ("TFLOPS", "GBps", "pct_peak", "max_abs_err", "rel_fro_err", "batch",
+            "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "head_dim", "causal")
+# Keys Google Benchmark itself writes on each entry (not user counters).
+_GB_KEYS = {"name", "family_index", "per_family_instance_index", "run_name", "run_type",
+            "repetitions", "repetition_index", "threads", "aggregate_name",
+            "aggregate_unit", "error_occurred", "error_message", "skipped",
+            "skip_message", "iterations", "real_time", "cpu_time", "time_unit",
+            "label", "cpu_coefficient", "real_coefficient", "big_o", "rms",
+            "allocs_per_iter", "max_bytes_used", "total_allocated_bytes",
+            "net_heap_growth"}
+
+_ATTN_RE = re.compile(r"^attention/(fp16|bf16|fp32)/hd(\d+)/n(\d+)/(full|causal)$")
+_FIXTURE_RE = re.compile(r"^[A-Za-z0-9_.-]+/(fp16|bf16|fp32)/[A-Za-z0-9_.-]+$")
+# Suffixes Google Benchmark may append to a run name (repetitions set in code...).
+_GB_SUFFIX_RE = re.compile(
+    r"(/(repeats|threads|iterations|min_time|min_warmup_time):[^/]+|/real_time|/manual_time)+$")
+
+
+class ResultsError(ValueError):
+    """A result file is malformed; the message names the file and the field."""
+
+    def __init__(self, path: Path | str, where: str, problem: str):
+        super().__init__(f"{path}: {where}: {problem}")
+        self.path, self.where, self.problem = str(path), where, problem
+
+
+@dataclass(frozen=True)
+class Record:
+    """One benchmark of one step on one GPU (the median over repetitions)."""
+
+    gpu: str                 # results sub-folder (GPU slug), e.g. "nvidia-h200"
+    vendor: str              # "nvidia" or "amd"
+    step: str                # "01", ... or a baseline id such as "sdpa-flash"
+    step_name: str           # "naive", ...
+    name: str                # benchmark base name
+    kind: str                # "attention" or the fixture family ("minilm")
+    dtype: str | None
+    head_dim: int | None
+    seqlen: int | None
+    mask: str | None         # "full" / "causal" for attention benchmarks
+    counters: dict[str, float] = field(default_factory=dict)
+    error: str | None = None  # skip reason; counters are then meaningless
+    context: dict[str, Any] = field(default_factory=dict, repr=False)
+    source: str = ""
+
+    @property
+    def tflops(self) -> float | None:
+        """TFLOPS, or None when the benchmark was skipped."""
+        return None if self.error is not None else self.counters.get("TFLOPS")
+
+    @property
+    def skipped(self) -> bool:
+        return self.error is not None
+
+    @property
+    def is_baseline(self) -> bool:
+        return is_baseline(self.step)
+
+    @property
+    def step_label(self) -> str:
+        return step_label(self.step, self.step_name)
+
+
+def is_baseline(step: str) -> bool:
+    """Numbered steps ("01") are ours; anything else is a baseline to overlay."""
+    return not step.isdigit()
+
+
+def step_sort_key(step: str) -> tuple:
+    """Numbered steps first (numerically), then baselines alphabetically."""
+    return (1, 0, step) if is_baseline(step) else (0, int(step), step)
+
+
+def step_label(step: str, step_name: str) -> str:
+    if is_baseline(step) or not step_name:
+        return step_name or step
+    return f"{step} {step_name}"
+
+
+def parse_name(name: str) -> dict[str, Any]:
+    """Split a benchmark name into kind/dtype/head_dim/seqlen/mask.
+
+    ``attention/bf16/hd128/n4096/causal`` gives every field; a fixture such as
+    ``minilm/fp16/layers6`` gives its kind and dtype only.  Returns {} when the
+    name follows neither pattern.
+    """
+    m = _ATTN_RE.match(name)
+    if m:
+        return {"kind": "attention", "dtype": m[1], "head_dim": int(m[2]),
+                "seqlen": int(m[3]), "mask": m[4]}
+    m = _FIXTURE_RE.match(name)
+    if m:
+        return {"kind": name.split("/")[0], "dtype": m[1], "head_dim": None,
+                "seqlen": None, "mask": None}
+    return {}
+
+
+def base_name(entry: dict) -> str:
+    """The benchmark's base name: ``run_name`` without Google Benchmark suffixes."""
+    return _GB_SUFFIX_RE.sub("", entry.get("run_name") or entry.get("name", ""))
+
+
+def slugify(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "gpu"
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _entry_error(entry: dict) -> str | None:
+    if entry.get("error_occurred") or entry.get("skipped"):
+        return str(entry.get("error_message") or entry.get("skip_message") or "skipped")
+    return None
+
+
+def _check_context(path: Path, data: Any) -> dict:
+    if not isinstance(data, dict):
+        raise ResultsError(path, "top level", "expected a JSON object")
+    ctx = data.get("context")
+    if not isinstance(ctx, dict):
+        raise ResultsError(path, "context", "missing or not an object")
+    for key in REQUIRED_CONTEXT:
+        if not isinstance(ctx.get(key), str) or not ctx[key].strip():
+            raise ResultsError(path, f"context.{key}", "missing or not a non-empty string")
+    if ctx["gpu_vendor"] not in VENDORS:
+        raise ResultsError(path, "context.gpu_vendor",
+                           f"expected one of {', '.join(VENDORS)}, got {ctx['gpu_vendor']!r}")
+    if not isinstance(data.get("benchmarks"), list):
+        raise ResultsError(path, "benchmarks", "missing or not a list")
+    return ctx
+
+
+def _pick_counters(path: Path, where: str, entry: dict) -> dict[str, float]:
+    counters = {}
+    for key, value in entry.items():
+        if key in _GB_KEYS:
+            continue
+        if not _is_number(value):
+            if key in COUNTERS:
+                raise ResultsError(path, f"{where}.{key}", f"expected a number, got {value!r}")
+            continue
+        counters[key] = float(value)
+    return counters
+
+
+def _median_counters(path: Path, where: str, entries: list[dict]) -> dict[str, float]:
+    """Counters of the ``median`` aggregate (else ``mean``), else the median of
+    the iteration entries' counters."""
+    for agg in ("median", "mean"):
+        picked = [e for e in entries if e.get("run_type") == "aggregate"
+                  and e.get("aggregate_name") == agg]
+        if picked:
+            return _pick_counters(path, where, picked[0])
+    runs = [_pick_counters(path, where, e) for e in entries
+            if e.get("run_type", "iteration") == "iteration"]
+    keys = sorted(set().union(*runs)) if runs else []
+    return {k: statistics.median(r[k] for r in runs if k in r) for k in keys}
+
+
+def _check_shape(path: Path, where: str, fields: dict, counters: dict) -> None:
+    """Counters that restate the name (head_dim, seqlen, causal) must agree with it."""
+    if fields["kind"] != "attention":
+        return
+    expect = {"head_dim": fields["head_dim"], "seqlen_q": fields["seqlen"],
+              "seqlen_k": fields["seqlen"], "causal": int(fields["mask"] == "causal")}
+    for key, want in expect.items():
+        if key in counters and counters[key] != want:
+            raise ResultsError(path, f"{where}.{key}",
+                               f"is {counters[key]:g} but the name says {want}")
+
+
+def load_file(path: Path | str, gpu: str | None = None) -> list[Record]:
+    """Read one result file.  ``gpu`` defaults to a slug of the context's GPU name."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultsError(path, "file", f"cannot read JSON ({exc})") from None
+    ctx = _check_context(path, data)
+    gpu = gpu or slugify(ctx["gpu_name"])
+
+    groups: dict[str, list[dict]] = {}
+    for i, entry in enumerate(data["benchmarks"]):
+        where = f"benchmarks[{i}]"
+        if not isinstance(entry, dict):
+            raise ResultsError(path, where, "expected an object")
+        if not isinstance(entry.get("run_name", entry.get("name")), str):
+            raise ResultsError(path, f"{where}.run_name", "missing or not a string")
+        groups.setdefault(base_name(entry), []).append(entry)
+
+    records = []
+    for name, entries in groups.items():
+        where = f"benchmark {name!r}"
+        fields = parse_name(name)
+        if not fields:
+            raise ResultsError(path, f"{where}.name",
+                               "expected attention/<dtype>/hd<D>/n<N>/<full|causal> "
+                               "or <fixture>/<dtype>/<variant>")
+        ok = [e for e in entries if _entry_error(e) is None]
+        error = None if ok else _entry_error(entries[0])
+        counters = _median_counters(path, where, ok if ok else entries)
+        if error is None:
+            tf = counters.get("TFLOPS")
+            if tf is None or not math.isfinite(tf):
+                raise ResultsError(path, f"{where}.TFLOPS", "missing or not finite "
+                                   "(skipped benchmarks must set error_occurred)")
+            _check_shape(path, where, fields, counters)
+        records.append(Record(gpu=gpu, vendor=ctx["gpu_vendor"], step=ctx["flashsteps_step"],
+                              step_name=ctx["flashsteps_step_name"], name=name,
+                              counters=counters, error=error, context=dict(ctx),
+                              source=str(path), **fields))
+    return records
+
+
+def load_results(root: Path | str) -> list[Record]:
+    """Load every ``*.json`` under ``root`` (recursively, in sorted order).
+
+    The GPU slug is the first folder below ``root`` (``root/<gpu>/x.json``); files
+    directly in ``root`` take ``root``'s own name.  The same benchmark of the same
+    step appearing twice for one GPU is an error (which file should win?).
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise ResultsError(root, "results folder", "not a directory")
+    records: list[Record] = []
+    seen: dict[tuple, str] = {}
+    for path in sorted(root.rglob("*.json")):
+        rel = path.relative_to(root)
+        gpu = rel.parts[0] if len(rel.parts) > 1 else root.resolve().name
+        for rec in load_file(path, gpu=gpu):
+            key = (rec.gpu, rec.step, rec.name)
+            if key in seen:
+                raise ResultsError(path, f"benchmark {rec.name!r}",
+                                   f"step {rec.step} on {rec.gpu} already loaded from {seen[key]}")
+            seen[key] = str(path)
+            records.append(rec)
+    return records
+
+
+def steps_of(records: Iterable[Record]) -> list[tuple[str, str]]:
+    """Distinct (step, step_name) pairs in display order."""
+    pairs = {(r.step, r.step_name) for r in records}
+    return sorted(pairs, key=lambda p: (step_sort_key(p[0]), p[1]))
+
+
+def gpus_of(records: Iterable[Record]) -> list[tuple[str, str]]:
+    """Distinct (vendor, gpu) pairs: NVIDIA first, then AMD, then by slug."""
+    return sorted({(r.vendor, r.gpu) for r in records},
+                  key=lambda p: (VENDORS.index(p[0]), p[1]))
+
+
+def fmt_tflops(value: float) -> str:
+    """TFLOPS with about three significant digits."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def name_sort_key(name: str) -> tuple:
+    """Attention benchmarks by dtype, head_dim, seqlen, mask; then fixtures by name."""
+    f = parse_name(name)
+    if f.get("kind") != "attention":
+        return (1, name)
+    return (0, ("fp16", "bf16", "fp32").index(f["dtype"]), f["head_dim"], f["seqlen"],
+            f["mask"] == "causal")
+
+
+def _join(values: Iterable[Any]) -> str:
+    vals = sorted({str(v) for v in values if v not in (None, "")})
+    return ", ".join(vals) if vals else "?"
+
+
+def describe_gpu(records: Iterable[Record]) -> str:
+    """One line of device context for a GPU's records (distinct values joined)."""
+    ctxs = [r.context for r in records]
+    if not ctxs:
+        return "not measured"
+
+    def each(key: str, width: int = 0) -> str:
+        return _join(str(c.get(key) or "")[:width or None] for c in ctxs)
+
+    vendor = ctxs[0]["gpu_vendor"]
+    units = "SMs" if vendor == "nvidia" else "CUs"
+    dates = sorted({str(c["date"]) for c in ctxs if c.get("date")})
+    date = (dates[0] if len(dates) == 1 else f"{dates[0]} … {dates[-1]}") if dates else "?"
+    return (f"{each('gpu_name')} ({each('gpu_arch')}, {each('sm_count')} {units}) · "
+            f"driver {each('driver_version')} · {RUNTIME_LABELS[vendor]} "
+            f"{each('runtime_version')} · commit {each('git_commit', 12)} · {date}")

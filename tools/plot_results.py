@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Plot FlashSteps TFLOPS per step, per GPU vendor.
+
+    python3 tools/plot_results.py results -o docs/_static/tflops [--dtype bf16]
+
+writes ``<OUT_PREFIX>.png`` and ``<OUT_PREFIX>.svg``.  One row of panels per GPU,
+NVIDIA rows first, then AMD; a vendor without results still gets a row that says
+"not measured".  Columns are head_dim 64/128 x full/causal, x is the sequence
+length (log2), y is TFLOPS, one solid line per step and one dashed line per
+baseline (e.g. ``sdpa-flash``).  Skipped benchmarks are gaps, never zeros.
+
+The output is deterministic: the same input gives byte-identical SVG/PNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import flashsteps_results as fr  # noqa: E402
+
+COLUMNS = [(64, "full"), (64, "causal"), (128, "full"), (128, "causal")]
+SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
+STEP_COLORS = plt.get_cmap("tab10").colors
+BASELINE_COLORS = ["#555555", "#999999", "#222222", "#bbbbbb"]
+MARKERS = "osD^v<>ph*"
+
+
+def _rows(records: list[fr.Record]) -> list[tuple[str, str | None]]:
+    """(vendor, gpu) per panel row; gpu is None for an unmeasured vendor."""
+    rows: list[tuple[str, str | None]] = []
+    for vendor in fr.VENDORS:
+        gpus = [g for v, g in fr.gpus_of(records) if v == vendor]
+        rows += [(vendor, g) for g in gpus] or [(vendor, None)]
+    return rows
+
+
+def _styles(records: list[fr.Record]) -> dict[str, dict]:
+    """Line style per step, stable across panels and rows."""
+    styles, n_step, n_base = {}, 0, 0
+    for step, _ in fr.steps_of(records):
+        if fr.is_baseline(step):
+            styles[step] = dict(color=BASELINE_COLORS[n_base % len(BASELINE_COLORS)],
+                                linestyle="--", marker="x")
+            n_base += 1
+        else:
+            styles[step] = dict(color=STEP_COLORS[n_step % len(STEP_COLORS)], linestyle="-",
+                                marker=MARKERS[n_step % len(MARKERS)])
+            n_step += 1
+    return styles
+
+
+def panel_series(panel: list[fr.Record]) -> dict[str, tuple[list[int], list[float]]]:
+    """{step: (seqlens, TFLOPS)} in step order; skipped points are NaN (a gap), not 0."""
+    out = {}
+    for step in sorted({r.step for r in panel}, key=fr.step_sort_key):
+        pts = sorted((r.seqlen, r.tflops) for r in panel if r.step == step)
+        out[step] = ([n for n, _ in pts], [math.nan if t is None else t for _, t in pts])
+    return out
+
+
+def _note(ax, text: str, size: int) -> None:
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center",
+            fontsize=size, color="#888888")
+
+
+def plot(records: list[fr.Record], out_prefix: Path, dtype: str = "bf16") -> list[Path]:
+    """Draw the figure for ``dtype`` and write PNG + SVG; returns the paths written."""
+    plt.rcParams.update({"svg.hashsalt": "flashsteps", "svg.fonttype": "none",
+                         "font.size": 9})
+    attn = [r for r in records if r.kind == "attention" and r.dtype == dtype]
+    rows, styles = _rows(records), _styles(attn)
+    labels = dict(fr.steps_of(attn))
+    fig, axes = plt.subplots(len(rows), len(COLUMNS), figsize=(4 * len(COLUMNS), 3.2 * len(rows)),
+                             squeeze=False, sharex=True)
+    footer = []
+    for row, (vendor, gpu) in enumerate(rows):
+        mine = [r for r in attn if r.gpu == gpu]
+        everything = [r for r in records if r.gpu == gpu]
+        name = everything[0].context["gpu_name"] if everything else ""
+        footer.append(f"{fr.VENDOR_LABELS[vendor]} {gpu}: {fr.describe_gpu(everything)}"
+                      if gpu else f"{fr.VENDOR_LABELS[vendor]}: not measured")
+        top = max((r.tflops for r in mine if r.tflops is not None), default=0.0)
+        for col, (hd, mask) in enumerate(COLUMNS):
+            ax = axes[row][col]
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(SEQLENS, [f"{n // 1024}k" if n >= 1024 else str(n) for n in SEQLENS])
+            ax.minorticks_off()
+            ax.grid(True, alpha=0.3)
+            if row == 0:
+                ax.set_title(f"head_dim {hd}, {mask}")
+            if row == len(rows) - 1:
+                ax.set_xlabel("sequence length N")
+            if col == 0:
+                ax.set_ylabel(f"{fr.VENDOR_LABELS[vendor]} {name}\nTFLOPS ({dtype})".strip())
+            if gpu is None:
+                ax.set_yticks([])
+                _note(ax, "not measured", 22)
+                continue
+            ax.set_ylim(0, top * 1.1 or 1)
+            panel = [r for r in mine if r.head_dim == hd and r.mask == mask]
+            if not panel:
+                _note(ax, f"no {dtype} results", 12)
+            for step, (xs, ys) in panel_series(panel).items():
+                ax.plot(xs, ys, label=fr.step_label(step, labels[step]), **styles[step])
+    handles = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    if handles:
+        fig.legend(handles.values(), handles.keys(), loc="upper center",
+                   ncol=min(len(handles), 8), bbox_to_anchor=(0.5, 0.995), frameon=False)
+    fig.suptitle(f"FlashSteps forward attention, {dtype}, B·N = 16384 tokens, Hq·D = 2048 "
+                 "(gaps = skipped)", y=0.955 if handles else 0.99)
+    fig.text(0.01, 0.005, "\n".join(footer), fontsize=7, va="bottom", ha="left", color="#444444")
+    fig.tight_layout(rect=(0, 0.02 + 0.018 * len(footer), 1, 0.93 if handles else 0.97))
+
+    out_prefix.parent.mkdir(parents=True, exist_ok=True)
+    written = [out_prefix.with_name(out_prefix.name + ext) for ext in (".png", ".svg")]
+    fig.savefig(written[0], dpi=110, metadata={"Software": None})
+    fig.savefig(written[1], metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results_dir", type=Path, help="folder with <gpu>/<file>.json results")
+    ap.add_argument("-o", "--out", required=True, type=Path,
+                    help="output prefix; writes PREFIX.png and PREFIX.svg")
+    ap.add_argument("--dtype", default="bf16", choices=["fp16", "bf16", "fp32"])
+    args = ap.parse_args(argv)
+    try:
+        records = fr.load_results(args.results_dir)
+    except fr.ResultsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in plot(records, args.out, args.dtype):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
