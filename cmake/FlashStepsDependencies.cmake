@@ -12,7 +12,9 @@ endif()
 set_target_properties(Kokkos::kokkos PROPERTIES
   INTERFACE_INCLUDE_DIRECTORIES "${_kokkos_include}"
   INTERFACE_LINK_LIBRARIES "trilinos_kokkoscore")
-find_package(Imath REQUIRED)          # fp16 conversions on the host (header-only use)
+# Imath's half (fp16 conversions on the host), header-only: only its header is needed (its
+# Debian CMake package also names a Python module that is not installed, and warns).
+find_path(FLASHSTEPS_IMATH_INCLUDE_DIR Imath/half.h REQUIRED)
 find_package(nlohmann_json REQUIRED)  # the real-input fixture's header
 if(FLASHSTEPS_BUILD_TESTS)
   find_package(GTest REQUIRED)

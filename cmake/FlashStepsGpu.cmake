@@ -23,11 +23,27 @@ if(FLASHSTEPS_BACKEND STREQUAL "CUDA")
   set(FLASHSTEPS_GPU_LANG CUDA)
   find_package(CUDAToolkit REQUIRED)
 elseif(FLASHSTEPS_BACKEND STREQUAL "HIP")
-  # Debian installs ROCm under /usr and hip-lang's package under the multiarch folder,
-  # where CMake's HIP language does not look by itself.
-  if(NOT DEFINED hip-lang_DIR AND EXISTS /usr/lib/x86_64-linux-gnu/cmake/hip-lang)
-    set(hip-lang_DIR /usr/lib/x86_64-linux-gnu/cmake/hip-lang CACHE PATH "hip-lang package")
+  # Debian installs ROCm under /usr but hip-lang's CMake package under the multiarch folder
+  # (/usr/lib/<arch>/cmake/hip-lang), while CMake's HIP language insists on
+  # <ROCm root>/lib/cmake/hip-lang. Give it a ROCm root in the build tree whose only content
+  # is a link to Debian's package; the package resolves its real location and uses /usr.
+  set(_debian_hip_lang /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/hip-lang)
+  if(NOT CMAKE_HIP_COMPILER_ROCM_ROOT AND NOT EXISTS /usr/lib/cmake/hip-lang/hip-lang-config.cmake
+     AND EXISTS ${_debian_hip_lang}/hip-lang-config.cmake)
+    set(_root ${CMAKE_BINARY_DIR}/debian-rocm-root)
+    file(MAKE_DIRECTORY ${_root}/lib/cmake)
+    if(NOT EXISTS ${_root}/lib/cmake/hip-lang)
+      file(CREATE_LINK ${_debian_hip_lang} ${_root}/lib/cmake/hip-lang SYMBOLIC)
+    endif()
+    set(CMAKE_HIP_COMPILER_ROCM_ROOT ${_root} CACHE PATH "ROCm root as CMake's HIP language sees it")
   endif()
+  # hip-lang then looks for amd_comgr and hsa-runtime64, also in the multiarch folder, also
+  # from CMake's test project (which inherits this process's environment).
+  foreach(_dep amd_comgr hsa-runtime64)
+    if(NOT DEFINED ENV{${_dep}_ROOT} AND EXISTS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/${_dep})
+      set(ENV{${_dep}_ROOT} /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/${_dep})
+    endif()
+  endforeach()
   enable_language(HIP)
   set(FLASHSTEPS_GPU_LANG HIP)
 elseif(NOT FLASHSTEPS_BACKEND STREQUAL "NONE")

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// main() of the CPU test binary: Kokkos (host execution space) around GoogleTest.
+// main() of the CPU test binary: the reference runtime (Kokkos, host execution space) around GoogleTest.
 #include <gtest/gtest.h>
 
-#include <Kokkos_Core.hpp>
+#include "flashsteps/reference.h"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  flashsteps::reference::Runtime reference_runtime;
   return RUN_ALL_TESTS();
 }

@@ -14,10 +14,21 @@ Typical use::
     from flashsteps_results import load_results
     for r in load_results("results"):
         print(r.gpu, r.step, r.name, r.tflops, r.error)
+
+Two other kinds of result sit beside the benchmark JSON and have their own loaders:
+
+- the roofline ceilings, ``results/<gpu>/ceilings.json`` (fp32 FMA rate and copy
+  bandwidth, written by ``tools/ceilings/ceilings.cu``) and ``gemm_ceiling.json`` (dense
+  bf16 GEMM, ``tools/ceilings/gemm_ceiling.py``): :func:`load_ceilings`;
+  :func:`load_results` skips these two file names;
+- Nsight Compute traffic counters, ``results/<gpu>/ncu/stepNN.csv`` (``ncu --csv``):
+  :func:`load_ncu`.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import re
@@ -46,6 +57,21 @@ _GB_KEYS = {"name", "family_index", "per_family_instance_index", "run_name", "ru
             "label", "cpu_coefficient", "real_coefficient", "big_o", "rms",
             "allocs_per_iter", "max_bytes_used", "total_allocated_bytes",
             "net_heap_growth"}
+
+# Roofline ceiling files beside the benchmark JSON, and what each holds: per ceiling the key of
+# its value, the key of the sentence saying how it was measured, a kind, a label and a unit.
+CEILING_FILES = {
+    "ceilings.json": (
+        ("copy_gbps", "copy_method", "bandwidth", "device-memory bandwidth (copy)", "GB/s"),
+        ("fp32_fma_tflops", "fp32_fma_method", "fp32_fma", "fp32 FMA rate (no tensor cores)",
+         "TFLOP/s"),
+    ),
+    "gemm_ceiling.json": (
+        ("bf16_gemm_tflops", "bf16_gemm_method", "bf16_gemm", "dense bf16 GEMM (tensor cores)",
+         "TFLOP/s"),
+    ),
+}
+CEILING_KINDS = ("bandwidth", "fp32_fma", "bf16_gemm")
 
 _ATTN_RE = re.compile(r"^attention/(fp16|bf16|fp32)/hd(\d+)/n(\d+)/(full|causal)$")
 _FIXTURE_RE = re.compile(r"^[A-Za-z0-9_.-]+/(fp16|bf16|fp32)/[A-Za-z0-9_.-]+$")
@@ -252,7 +278,8 @@ def load_file(path: Path | str, gpu: str | None = None) -> list[Record]:
 
 
 def load_results(root: Path | str) -> list[Record]:
-    """Load every ``*.json`` under ``root`` (recursively, in sorted order).
+    """Load every ``*.json`` under ``root`` (recursively, in sorted order), except the
+    ceiling files (:data:`CEILING_FILES`).
 
     The GPU slug is the first folder below ``root`` (``root/<gpu>/x.json``); files
     directly in ``root`` take ``root``'s own name.  The same benchmark of the same
@@ -264,6 +291,8 @@ def load_results(root: Path | str) -> list[Record]:
     records: list[Record] = []
     seen: dict[tuple, str] = {}
     for path in sorted(root.rglob("*.json")):
+        if path.name in CEILING_FILES:  # not benchmark output: see load_ceilings()
+            continue
         rel = path.relative_to(root)
         gpu = rel.parts[0] if len(rel.parts) > 1 else root.resolve().name
         for rec in load_file(path, gpu=gpu):
@@ -320,6 +349,189 @@ def describe_gpu(records: Iterable[Record]) -> str:
     units = "SMs" if vendor == "nvidia" else "CUs"
     dates = sorted({str(c["date"]) for c in ctxs if c.get("date")})
     date = (dates[0] if len(dates) == 1 else f"{dates[0]} … {dates[-1]}") if dates else "?"
+    runtime = each("runtime_version")
+    if not runtime.startswith(RUNTIME_LABELS[vendor]):  # "13.0" or already "CUDA 13.0"
+        runtime = f"{RUNTIME_LABELS[vendor]} {runtime}"
     return (f"{each('gpu_name')} ({each('gpu_arch')}, {each('sm_count')} {units}) · "
-            f"driver {each('driver_version')} · {RUNTIME_LABELS[vendor]} "
-            f"{each('runtime_version')} · commit {each('git_commit', 12)} · {date}")
+            f"driver {each('driver_version')} · {runtime} · "
+            f"commit {each('git_commit', 12)} · {date}")
+
+
+def gpu_title(vendor: str, gpu_name: str) -> str:
+    """"NVIDIA H200" for ("nvidia", "NVIDIA H200") and ("nvidia", "H200") alike."""
+    label = VENDOR_LABELS[vendor]
+    return gpu_name if gpu_name.startswith(label) else f"{label} {gpu_name}"
+
+
+# ----------------------------------------------------------------------------- ceilings
+
+@dataclass(frozen=True)
+class Ceiling:
+    """One measured roofline ceiling of one GPU (from ceilings.json or gemm_ceiling.json)."""
+
+    gpu: str          # results sub-folder, e.g. "nvidia-h200"
+    kind: str         # "bandwidth", "fp32_fma" or "bf16_gemm"
+    label: str        # what it is, in words
+    value: float      # in ``unit``
+    unit: str         # "GB/s" (bytes read + written) or "TFLOP/s"
+    method: str       # how it was measured, as the measuring tool wrote it
+    gpu_name: str
+    source: str
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)  # the file's other keys
+
+
+def load_ceiling_file(path: Path | str, gpu: str) -> list[Ceiling]:
+    """The ceilings of one ceilings.json / gemm_ceiling.json; every field is checked."""
+    path = Path(path)
+    spec = CEILING_FILES.get(path.name)
+    if spec is None:
+        raise ResultsError(path, "file", f"not a ceiling file ({', '.join(CEILING_FILES)})")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultsError(path, "file", f"cannot read JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ResultsError(path, "top level", "expected a JSON object")
+    if not isinstance(data.get("gpu_name"), str) or not data["gpu_name"].strip():
+        raise ResultsError(path, "gpu_name", "missing or not a non-empty string")
+    used = {"gpu_name"}
+    out = []
+    for value_key, method_key, kind, label, unit in spec:
+        value, method = data.get(value_key), data.get(method_key)
+        if not _is_number(value) or not math.isfinite(value) or value <= 0:
+            raise ResultsError(path, value_key, f"expected a positive number, got {value!r}")
+        if not isinstance(method, str) or not method.strip():
+            raise ResultsError(path, method_key, "missing or not a non-empty string")
+        used |= {value_key, method_key}
+        out.append(Ceiling(gpu=gpu, kind=kind, label=label, value=float(value), unit=unit,
+                           method=method.strip(), gpu_name=data["gpu_name"], source=str(path)))
+    extra = {k: v for k, v in data.items() if k not in used}
+    return [Ceiling(**{**c.__dict__, "extra": dict(extra)}) for c in out]
+
+
+def load_ceilings(root: Path | str) -> list[Ceiling]:
+    """Every ceiling under ``root`` (``root/<gpu>/ceilings.json`` and ``gemm_ceiling.json``),
+    GPUs in slug order, kinds in :data:`CEILING_KINDS` order. No files: an empty list."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ResultsError(root, "results folder", "not a directory")
+    out: list[Ceiling] = []
+    for name in CEILING_FILES:
+        for path in sorted(root.rglob(name)):
+            rel = path.relative_to(root)
+            gpu = rel.parts[0] if len(rel.parts) > 1 else root.resolve().name
+            out += load_ceiling_file(path, gpu)
+    seen: dict[tuple, str] = {}
+    for c in out:
+        if (c.gpu, c.kind) in seen:
+            raise ResultsError(c.source, c.kind, f"{c.gpu} already has it from {seen[c.gpu, c.kind]}")
+        seen[c.gpu, c.kind] = c.source
+    return sorted(out, key=lambda c: (c.gpu, CEILING_KINDS.index(c.kind)))
+
+
+# ----------------------------------------------------------------------------- Nsight Compute
+
+# Units Nsight Compute may print, scaled to bytes, sectors and nanoseconds.
+_NCU_UNITS = {"byte": ("byte", 1), "Kbyte": ("byte", 1e3), "Mbyte": ("byte", 1e6),
+              "Gbyte": ("byte", 1e9), "Tbyte": ("byte", 1e12), "sector": ("sector", 1),
+              "Ksector": ("sector", 1e3), "Msector": ("sector", 1e6), "Gsector": ("sector", 1e9),
+              "ns": ("ns", 1), "nsecond": ("ns", 1), "us": ("ns", 1e3), "usecond": ("ns", 1e3),
+              "ms": ("ns", 1e6), "msecond": ("ns", 1e6), "s": ("ns", 1e9), "second": ("ns", 1e9)}
+_NCU_STEP_RE = re.compile(r"step(\d{2})\b")
+_NCU_COLUMNS = ("ID", "Kernel Name", "Block Size", "Grid Size", "Metric Name", "Metric Unit",
+                "Metric Value")
+
+
+@dataclass(frozen=True)
+class NcuKernel:
+    """One profiled kernel launch: its Nsight Compute metrics in base units."""
+
+    gpu: str
+    step: str                      # "01", from the file name stepNN.csv
+    launch: int                    # ncu's ID: launches in order, from 0
+    name: str                      # short name, e.g. "s_kernel"
+    signature: str                 # ncu's full kernel name
+    block: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    metrics: dict[str, float] = field(default_factory=dict)   # bytes, sectors, ns
+    units: dict[str, str] = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+def _ncu_triple(path: Path, where: str, text: str) -> tuple[int, int, int]:
+    m = re.fullmatch(r"\(\s*(\d+),\s*(\d+),\s*(\d+)\s*\)", text.strip())
+    if not m:
+        raise ResultsError(path, where, f"expected (x, y, z), got {text!r}")
+    return int(m[1]), int(m[2]), int(m[3])
+
+
+def short_kernel_name(signature: str) -> str:
+    """``void unnamed>::s_kernel<__nv_bfloat16>(unnamed>::Params<T1>)`` -> ``s_kernel``."""
+    head = re.split(r"[<(]", signature, maxsplit=1)[0]
+    return head.split("::")[-1].split()[-1] if head.strip() else signature
+
+
+def load_ncu_file(path: Path | str, gpu: str) -> list[NcuKernel]:
+    """Parse ``ncu --csv`` output (one row per kernel and metric; ncu's own lines such as
+    ``==PROF==`` before the header are skipped). Values lose their thousands separators and
+    are scaled to bytes, sectors and nanoseconds."""
+    path = Path(path)
+    m = _NCU_STEP_RE.search(path.name)
+    if not m:
+        raise ResultsError(path, "file name", "expected stepNN in the name (e.g. step02.csv)")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(path, "file", f"cannot read ({exc})") from None
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
+    if start is None:
+        raise ResultsError(path, "header", 'no CSV header line starting with "ID"')
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
+    missing = [c for c in _NCU_COLUMNS if rows and c not in rows[0]]
+    if not rows or missing:
+        raise ResultsError(path, "header", f"no metric rows or missing columns {missing}")
+    kernels: dict[int, dict] = {}
+    for n, row in enumerate(rows, start + 2):
+        where = f"line {n}"
+        try:
+            launch = int(row["ID"])
+        except (TypeError, ValueError):
+            raise ResultsError(path, f"{where}.ID", f"expected an integer, got {row['ID']!r}") from None
+        k = kernels.setdefault(launch, {
+            "signature": row["Kernel Name"], "metrics": {}, "units": {},
+            "block": _ncu_triple(path, f"{where}.Block Size", row["Block Size"]),
+            "grid": _ncu_triple(path, f"{where}.Grid Size", row["Grid Size"])})
+        unit = row["Metric Unit"]
+        if unit not in _NCU_UNITS:
+            raise ResultsError(path, f"{where}.Metric Unit", f"unknown unit {unit!r}")
+        try:
+            value = float(row["Metric Value"].replace(",", ""))
+        except (AttributeError, ValueError):
+            raise ResultsError(path, f"{where}.Metric Value",
+                               f"expected a number, got {row['Metric Value']!r}") from None
+        base, scale = _NCU_UNITS[unit]
+        k["metrics"][row["Metric Name"]] = value * scale
+        k["units"][row["Metric Name"]] = base
+    return [NcuKernel(gpu=gpu, step=m[1], launch=launch, name=short_kernel_name(k["signature"]),
+                      signature=k["signature"], block=k["block"], grid=k["grid"],
+                      metrics=k["metrics"], units=k["units"], source=str(path))
+            for launch, k in sorted(kernels.items())]
+
+
+def load_ncu(root: Path | str) -> list[NcuKernel]:
+    """Every ``root/<gpu>/ncu/stepNN.csv``: kernels by GPU, step and launch order."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ResultsError(root, "results folder", "not a directory")
+    out: list[NcuKernel] = []
+    for path in sorted(root.glob("*/ncu/*.csv")):
+        out += load_ncu_file(path, path.parent.parent.name)
+    return out

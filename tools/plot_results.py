@@ -100,7 +100,8 @@ def plot(records: list[fr.Record], out_prefix: Path, dtype: str = "bf16") -> lis
             if row == len(rows) - 1:
                 ax.set_xlabel("sequence length N")
             if col == 0:
-                ax.set_ylabel(f"{fr.VENDOR_LABELS[vendor]} {name}\nTFLOPS ({dtype})".strip())
+                title = fr.gpu_title(vendor, name) if name else fr.VENDOR_LABELS[vendor]
+                ax.set_ylabel(f"{title}\nTFLOPS ({dtype})")
             if gpu is None:
                 ax.set_yticks([])
                 _note(ax, "not measured", 22)

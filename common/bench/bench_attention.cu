@@ -11,7 +11,6 @@
 #include <benchmark/benchmark.h>
 
 #include <CLI/CLI.hpp>
-#include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -198,7 +197,7 @@ int main(int argc, char** argv) {
   int bargc = static_cast<int>(cargs.size());
   benchmark::Initialize(&bargc, cargs.data());
   if (benchmark::ReportUnrecognizedArguments(bargc, cargs.data())) return 2;
-  Kokkos::ScopeGuard kokkos;
+  reference::Runtime reference_runtime;
   add_context(step_id);
 
   const int repetitions = 3;  // each of at least min_time seconds of calls; the median is reported

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "flashsteps/reference.h"
+#include "flashsteps/reference_kokkos.h"
 
 #include <cmath>
 #include <limits>
@@ -7,6 +8,9 @@
 #include <string>
 
 namespace flashsteps::reference {
+
+Runtime::Runtime() { Kokkos::initialize(); }
+Runtime::~Runtime() { Kokkos::finalize(); }
 
 void attention(const View4& q, const View4& k, const View4& v, const Options& options,
                const View4& o, const View3& lse, const std::vector<std::int64_t>& rows) {
