@@ -19,7 +19,47 @@ function(flashsteps_gpu_options target)
   endif()
 endfunction()
 
+# The instructions a step must contain, checked by the ctest `isa.stepNN` (label isa) in
+# the device code the compiler generates: PTX for sm_90a on CUDA, the ISA of every
+# CMAKE_HIP_ARCHITECTURES target on HIP. Lets CI, which has no GPU, see that the kernels
+# use the instructions they were written for.
+function(flashsteps_add_isa_check id src cuda_patterns hip_patterns)
+  set(includes -I${CMAKE_SOURCE_DIR}/common/include)
+  file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/isa)
+  set(outputs)
+  if(FLASHSTEPS_BACKEND STREQUAL "CUDA")
+    set(out ${CMAKE_BINARY_DIR}/isa/${id}.sm_90a.ptx)
+    add_custom_command(OUTPUT ${out}
+      COMMAND ${CMAKE_CUDA_COMPILER} -ptx -std=c++17 -O3 --expt-relaxed-constexpr -arch=compute_90a
+              ${includes} -DFLASHSTEPS_STEP_NS=${id} ${src} -o ${out}
+      DEPENDS ${src} VERBATIM COMMENT "PTX of ${id} for the ISA check")
+    list(APPEND outputs ${out})
+    set(patterns "${cuda_patterns}")
+  else()
+    separate_arguments(hip_flags UNIX_COMMAND "${CMAKE_HIP_FLAGS}")
+    foreach(arch IN LISTS CMAKE_HIP_ARCHITECTURES)
+      set(out ${CMAKE_BINARY_DIR}/isa/${id}.${arch}.s)
+      add_custom_command(OUTPUT ${out}
+        COMMAND ${CMAKE_HIP_COMPILER} -x hip --offload-arch=${arch} --cuda-device-only -S -O3 -std=c++17
+                ${hip_flags} ${includes} -DFLASHSTEPS_STEP_NS=${id} ${src} -o ${out}
+        DEPENDS ${src} VERBATIM COMMENT "${arch} ISA of ${id} for the ISA check")
+      list(APPEND outputs ${out})
+    endforeach()
+    set(patterns "${hip_patterns}")
+  endif()
+  add_custom_target(isa_${id} ALL DEPENDS ${outputs})
+  if(FLASHSTEPS_BUILD_TESTS)
+    string(REPLACE ";" "@@" files_arg "${outputs}")  # lists travel with @@ between items
+    string(REPLACE ";" "@@" patterns_arg "${patterns}")
+    add_test(NAME isa.${id} COMMAND ${CMAKE_COMMAND} "-DFILES=${files_arg}" "-DPATTERNS=${patterns_arg}"
+             -P ${CMAKE_SOURCE_DIR}/cmake/CheckIsa.cmake)
+    set_tests_properties(isa.${id} PROPERTIES LABELS "isa;${id}")
+  endif()
+endfunction()
+
+# add_step(NN slug ISA_CUDA <regex>... ISA_HIP <regex>...)
 function(add_step number slug)
+  cmake_parse_arguments(ARG "" "" "ISA_CUDA;ISA_HIP" ${ARGN})
   set(id step${number})
   math(EXPR short "${number}")  # 01 -> 1, for `make step1`
   set(dir ${CMAKE_SOURCE_DIR}/steps/${number}_${slug})
@@ -58,6 +98,11 @@ function(add_step number slug)
     target_link_libraries(bench_${id} PRIVATE ${step_libs} flashsteps_reference benchmark::benchmark CLI11::CLI11)
     flashsteps_gpu_options(bench_${id})
     list(APPEND umbrella bench_${id})
+  endif()
+
+  if(ARG_ISA_CUDA OR ARG_ISA_HIP)
+    flashsteps_add_isa_check(${id} ${dir}/step.cu "${ARG_ISA_CUDA}" "${ARG_ISA_HIP}")
+    list(APPEND umbrella isa_${id})
   endif()
 
   add_custom_target(step${short} DEPENDS ${umbrella})

@@ -178,7 +178,7 @@ def fmt_sig(value: float, digits: int = 3) -> str:
     return f"{value:,.{decimals}f}"
 
 
-def fmtfmt_pct(value: float) -> str:
+def fmt_pct(value: float) -> str:
     return f"{100 * value:.1f} %" if value < 0.1 else f"{100 * value:.0f} %"
 
 

@@ -143,6 +143,8 @@ def step_gpu_table(records: list[fr.Record], step: str, versus: str | None, dtyp
         lines[-1] = lines[-1].rstrip()
     if any(" n/a" in line for line in lines):
         lines += ["", "n/a = not in the results."]
+    if any("(×—)" in line for line in lines):
+        lines += ["", f"×— = step {versus} skipped this benchmark: no speed-up to give."]
     return "\n".join(lines)
 
 

@@ -14,6 +14,8 @@ Keys, for every step NN of the repository:
 - ``stepNN_speedups`` -- the range of speed-ups over the previous step across the bf16
   attention benchmarks both ran;
 - ``stepNN_fma`` -- the headline TFLOPS as a fraction of the measured fp32 FMA ceiling;
+- ``stepNN_fma_target`` -- whether that fraction meets the course's target
+  (:data:`FMA_TARGET`);
 - ``stepNN_causal`` -- causal against non-causal TFLOPS at D = 128 and the longest
   sequence both ran, and what that means for the time of a call;
 - ``stepNN_roofline`` -- DRAM bytes (Nsight Compute), FLOP per byte and what the copy
@@ -33,6 +35,8 @@ import flashsteps_results as fr  # noqa: E402
 import plot_roofline as pr  # noqa: E402
 
 HEADLINE = pr.NCU_BENCHMARK
+# The course's goal for its last CUDA-core step (03): this fraction of the fp32 FMA ceiling.
+FMA_TARGET = 0.25
 
 
 def _join(clauses: list[str]) -> str:
@@ -98,7 +102,8 @@ def speedups(records: list[fr.Record], step: str, dtype: str = "bf16") -> str:
         if ratios:
             clauses.append(f"across the {len(ratios)} {dtype} attention benchmarks that steps "
                            f"{prev} and {step} both ran on {title}, the speed-up of step "
-                           f"{step} ranges from {min(ratios):.2f} to {max(ratios):.2f}")
+                           f"{step} ranges from {pr.fmt_sig(min(ratios))} to "
+                           f"{pr.fmt_sig(max(ratios))}")
     if clauses:
         return _join(clauses)
     return (f"There is no measured speed-up of step {step} over a previous step yet: "
@@ -123,6 +128,26 @@ def fma(records: list[fr.Record], ceilings: list[fr.Ceiling], step: str) -> str:
                            f"{pr.fmt_pct(rec.tflops / c.value)} of the fp32 FMA ceiling measured "
                            f"on the same GPU ({c.value:g} TFLOP/s)")
     return _join(clauses) if clauses else _not_measured(step)
+
+
+def fma_target(records: list[fr.Record], ceilings: list[fr.Ceiling], step: str,
+               target: float = FMA_TARGET) -> str:
+    """Whether the headline TFLOPS reach ``target`` of the fp32 FMA ceiling, per GPU."""
+    ceil = {c.gpu: c for c in ceilings if c.kind == "fp32_fma"}
+    clauses = []
+    for _, gpu, title in _gpus(records):
+        rec = _rec(records, gpu, step, HEADLINE)
+        if rec is None or gpu not in ceil:
+            continue
+        frac = rec.tflops / ceil[gpu].value
+        verdict = "meets" if frac >= target else "falls short of"
+        clauses.append(f"on {title} step {step} {verdict} the course's target of at least "
+                       f"{100 * target:.0f} % of the fp32 FMA ceiling "
+                       f"({pr.fmt_pct(frac)})")
+    if clauses:
+        return _join(clauses)
+    return (f"Whether step {step} meets the course's target of {100 * target:.0f} % of the "
+            "fp32 FMA ceiling is not measured yet.")
 
 
 def causal(records: list[fr.Record], step: str, dtype: str = "bf16", head_dim: int = 128) -> str:
@@ -200,6 +225,7 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
         out[f"step{step}_headline"] = headline(records, step)
         out[f"step{step}_speedups"] = speedups(records, step)
         out[f"step{step}_fma"] = fma(records, ceilings, step)
+        out[f"step{step}_fma_target"] = fma_target(records, ceilings, step)
         out[f"step{step}_causal"] = causal(records, step)
         out[f"step{step}_roofline"] = roofline(points, ceilings, step)
     return out

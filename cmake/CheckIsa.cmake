@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: Apache-2.0
+# cmake -DFILES="a.s@@b.s" -DPATTERNS="regex1@@regex2" -P CheckIsa.cmake   (@@ separates items)
+# Fails unless every file contains a match of every pattern (the instructions a step is
+# meant to use, e.g. fma.rn.f32 in its PTX or v_fmac_f32 in its gfx90a ISA).
+string(REPLACE "@@" ";" FILES "${FILES}")
+string(REPLACE "@@" ";" PATTERNS "${PATTERNS}")
+foreach(file IN LISTS FILES)
+  if(NOT EXISTS "${file}")
+    message(FATAL_ERROR "ISA check: ${file} does not exist (build the isa targets first)")
+  endif()
+  file(READ "${file}" text)
+  foreach(pattern IN LISTS PATTERNS)
+    if(NOT text MATCHES "${pattern}")
+      message(FATAL_ERROR "ISA check: no '${pattern}' in ${file}")
+    endif()
+    string(REGEX MATCHALL "${pattern}" hits "${text}")
+    list(LENGTH hits count)
+    message(STATUS "${file}: ${count} x '${pattern}'")
+  endforeach()
+endforeach()
