@@ -17,8 +17,8 @@ event and writes what it finds into the DOM that Chromium dumps. The check fails
 - every MathML formula has a non-empty box (the browser rendered it), and no formula
   fell back to an error.
 
-It also saves screenshots of the front page and the first step chapter
-(``--window-size=1280,2000``) to --screenshots. Debian: ``apt-get install chromium``; as
+It also saves screenshots of the front page, of every step chapter and of the roofline
+section of the measuring chapter (``--window-size=1280,2000``) to --screenshots. Debian: ``apt-get install chromium``; as
 root Chromium needs ``--no-sandbox``, which this script passes.
 """
 
@@ -189,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         args.screenshots.mkdir(parents=True, exist_ok=True)
         steps = sorted(p for p in titles if p.startswith("steps/"))
         shots = [("index.html", "front_page.png")]
-        if steps:
-            shots.append((steps[0], f"{Path(steps[0]).stem}.png"))
+        shots += [(page, f"{Path(page).stem}.png") for page in steps]
+        if "measuring.html" in titles:  # the roofline figure, scrolled to
+            shots.append(("measuring.html#the-roofline", "measuring_roofline.png"))
         for page, name in shots:
             out = args.screenshots.resolve() / name
             out.unlink(missing_ok=True)
