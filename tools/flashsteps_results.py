@@ -424,7 +424,8 @@ def load_ceilings(root: Path | str) -> list[Ceiling]:
     seen: dict[tuple, str] = {}
     for c in out:
         if (c.gpu, c.kind) in seen:
-            raise ResultsError(c.source, c.kind, f"{c.gpu} already has it from {seen[c.gpu, c.kind]}")
+            raise ResultsError(c.source, c.kind,
+                               f"{c.gpu} already has it from {seen[c.gpu, c.kind]}")
         seen[c.gpu, c.kind] = c.source
     return sorted(out, key=lambda c: (c.gpu, CEILING_KINDS.index(c.kind)))
 
@@ -475,7 +476,8 @@ def _ncu_triple(path: Path, where: str, text: str) -> tuple[int, int, int]:
 
 def short_kernel_name(signature: str) -> str:
     """``void unnamed>::s_kernel<__nv_bfloat16>(unnamed>::Params<T1>)`` -> ``s_kernel``."""
-    head = re.split(r"[<(]", signature, maxsplit=1)[0]
+    sig = signature.replace("(anonymous namespace)", "anonymous")
+    head = re.split(r"[<(]", sig, maxsplit=1)[0]
     return head.split("::")[-1].split()[-1] if head.strip() else signature
 
 
@@ -504,7 +506,8 @@ def load_ncu_file(path: Path | str, gpu: str) -> list[NcuKernel]:
         try:
             launch = int(row["ID"])
         except (TypeError, ValueError):
-            raise ResultsError(path, f"{where}.ID", f"expected an integer, got {row['ID']!r}") from None
+            raise ResultsError(path, f"{where}.ID",
+                               f"expected an integer, got {row['ID']!r}") from None
         k = kernels.setdefault(launch, {
             "signature": row["Kernel Name"], "metrics": {}, "units": {},
             "block": _ncu_triple(path, f"{where}.Block Size", row["Block Size"]),

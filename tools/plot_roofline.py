@@ -4,8 +4,9 @@
     python3 tools/plot_roofline.py results -o build/roofline [--markdown build/roofline.md]
 
 writes ``<OUT_PREFIX>.png`` and ``<OUT_PREFIX>.svg`` (and, with --markdown, a table of the
-same points). One panel per GPU, NVIDIA first, then AMD; a vendor with nothing measured
-gets a panel that says so. In a panel:
+same points). One panel per GPU that has ceilings or traffic, stacked, NVIDIA first, then
+AMD; a vendor with nothing measured is named in a footnote ("Not measured yet: AMD"), and
+with nothing measured at all the one panel says "not measured". In a panel:
 
 - x is the arithmetic intensity, FLOPs per byte of DRAM traffic. The bytes are Nsight
   Compute's ``dram__bytes_read.sum + dram__bytes_write.sum`` over every kernel of the step
@@ -178,6 +179,11 @@ def fmt_sig(value: float, digits: int = 3) -> str:
     return f"{value:,.{decimals}f}"
 
 
+def fmt_bytes(value: float) -> str:
+    """Bytes in MB or GB (decimal), about three significant digits."""
+    return f"{fmt_sig(value / 1e9)} GB" if value >= 1e9 else f"{fmt_sig(value / 1e6)} MB"
+
+
 def fmt_pct(value: float) -> str:
     return f"{100 * value:.1f} %" if value < 0.1 else f"{100 * value:.0f} %"
 
@@ -194,19 +200,20 @@ def markdown(points: list[Point], ceilings: list[fr.Ceiling],
     for gpu in dict.fromkeys(p.gpu for p in points):
         mine = [p for p in points if p.gpu == gpu]
         c = ceil.get(gpu, {})
-        head = ["Step", "Kernels", "DRAM bytes (read + written)", "FLOP per DRAM byte",
-                "TFLOPS (benchmark)"]
+        head = ["Step", "DRAM bytes", "FLOP per byte", "TFLOPS"]
         if "bandwidth" in c:
             head.append("Bandwidth allows")
         for kind in ("fp32_fma", "bf16_gemm"):
             if kind in c:
-                head.append(f"of the {CEILING_SHORT[kind]}")
+                head.append(f"Of the {CEILING_SHORT[kind]}")
         lines = [f"`results/{gpu}/`, `{benchmark}` ({mine[0].problem.describe()}), "
-                 f"{fmt_sig(mine[0].problem.flops / 1e12, 4)} TFLOP by the FLOP rule:", "",
-                 "| " + " | ".join(head) + " |", "|:--|:--|" + "--:|" * (len(head) - 2)]
+                 f"{fmt_sig(mine[0].problem.flops / 1e12, 4)} TFLOP by the FLOP rule. DRAM "
+                 "bytes are read + written, every kernel of the step (Nsight Compute); "
+                 "TFLOPS are the benchmark's:", "",
+                 "| " + " | ".join(head) + " |", "|:--|" + "--:|" * (len(head) - 1)]
         for p in mine:
-            row = [p.label, ", ".join(f"`{k}`" for k in p.kernels), fmt_sig(p.dram_bytes / 1e9) + " GB",
-                   fmt_sig(p.intensity), fr.fmt_tflops(p.tflops)]
+            row = [p.label, fmt_bytes(p.dram_bytes), fmt_sig(p.intensity),
+                   fr.fmt_tflops(p.tflops)]
             if "bandwidth" in c:
                 row.append(f"{fmt_sig(p.bandwidth_bound(c['bandwidth']))} TFLOP/s")
             for kind in ("fp32_fma", "bf16_gemm"):
@@ -223,16 +230,19 @@ def markdown(points: list[Point], ceilings: list[fr.Ceiling],
 # ----------------------------------------------------------------------------- figure
 
 def _panels(points: list[Point], ceilings: list[fr.Ceiling],
-            records: list[fr.Record]) -> list[tuple[str, str | None]]:
-    """(vendor, gpu) per panel; gpu None for a vendor with nothing measured."""
+            records: list[fr.Record]) -> tuple[list[tuple[str, str]], list[str]]:
+    """(vendor, gpu) per panel, one per GPU with points or ceilings, NVIDIA first; and the
+    vendors with nothing measured (said in the figure, without an empty panel)."""
     vendor_of = {r.gpu: r.vendor for r in records}
     vendor_of.update({p.gpu: p.vendor for p in points})
     gpus = {p.gpu for p in points} | {c.gpu for c in ceilings}
-    panels = []
+    panels, missing = [], []
     for vendor in fr.VENDORS:
         mine = sorted(g for g in gpus if vendor_of.get(g, _guess_vendor(g)) == vendor)
-        panels += [(vendor, g) for g in mine] or [(vendor, None)]
-    return panels
+        panels += [(vendor, g) for g in mine]
+        if not mine:
+            missing.append(vendor)
+    return panels, missing
 
 
 def _guess_vendor(gpu: str) -> str:
@@ -249,19 +259,19 @@ def plot(points: list[Point], ceilings: list[fr.Ceiling], records: list[fr.Recor
     import matplotlib.pyplot as plt
 
     plt.rcParams.update({"svg.hashsalt": "flashsteps", "svg.fonttype": "none", "font.size": 9})
-    panels = _panels(points, ceilings, records)
+    panels, missing = _panels(points, ceilings, records)
     ceil = ceilings_by_gpu(ceilings)
     colors = plt.get_cmap("tab10").colors
     step_order = sorted({p.step for p in points}, key=fr.step_sort_key)
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 4.8), squeeze=False)
+    rows = panels or [(None, None)]  # nothing measured at all: one panel that says so
+    fig, axes = plt.subplots(len(rows), 1, figsize=(8, 5.2 * len(rows)), squeeze=False)
     slanted = []  # (axes, text, two points of its line): rotated once the layout is final
-    for ax, (vendor, gpu) in zip(axes[0], panels):
+    for ax, (vendor, gpu) in zip(axes[:, 0], rows):
         mine = [p for p in points if p.gpu == gpu]
         c = ceil.get(gpu, {}) if gpu else {}
         name = next((x.gpu_name for x in ceilings if x.gpu == gpu),
                     next((r.context["gpu_name"] for r in records if r.gpu == gpu), gpu or ""))
-        ax.set_title(fr.gpu_title(vendor, name) if gpu else
-                     f"{fr.VENDOR_LABELS[vendor]}: not measured")
+        ax.set_title(fr.gpu_title(vendor, name) if gpu else "not measured")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
@@ -328,9 +338,13 @@ def plot(points: list[Point], ceilings: list[fr.Ceiling], records: list[fr.Recor
                         xy=(p.intensity, p.tflops), xytext=(8, -6 if crowded else 2),
                         textcoords="offset points", ha="left",
                         va="top" if crowded else "center", fontsize=8, color=color)
-    fig.suptitle(f"Roofline of the FlashSteps steps: {benchmark}, DRAM bytes from Nsight "
+    fig.suptitle(f"Roofline of the FlashSteps steps: {benchmark}\nDRAM bytes from Nsight "
                  "Compute, TFLOPS from the benchmark", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    if missing:
+        fig.text(0.01, 0.005, "Not measured yet: " +
+                 ", ".join(fr.VENDOR_LABELS[v] for v in missing), fontsize=8,
+                 color="#444444", va="bottom", ha="left")
+    fig.tight_layout(rect=(0, 0.03 if missing else 0, 1, 1 - 0.065 / len(rows)))
     for ax, text, a, b in slanted:  # the bandwidth label follows its line on screen
         (x0, y0), (x1, y1) = ax.transData.transform([a, b])
         text.set_rotation(math.degrees(math.atan2(y1 - y0, x1 - x0)))

@@ -104,7 +104,10 @@ def _speedup_cell(rec: fr.Record | None, ref: fr.Record | None, notes: list[str]
         return cell
     if ref.skipped:
         return f"{cell} (×—)"
-    return f"{cell} (×{rec.tflops / ref.tflops:.2f})" if ref.tflops > 0 else cell
+    if ref.tflops <= 0:
+        return cell
+    ratio = rec.tflops / ref.tflops
+    return f"{cell} (×{ratio:.1f})" if ratio >= 10 else f"{cell} (×{ratio:.2f})"
 
 
 def step_gpu_table(records: list[fr.Record], step: str, versus: str | None, dtype: str,

@@ -158,6 +158,7 @@ void add_context(const std::string& step_id) {
   benchmark::AddCustomContext("runtime_driver_version", g_device.driver);
   benchmark::AddCustomContext("runtime_version", g_device.runtime);
   benchmark::AddCustomContext("peak_tc_tflops", std::to_string(g_device.peak_tc_tflops));
+  benchmark::AddCustomContext("l2_bytes", std::to_string(g_device.l2_bytes));
   benchmark::AddCustomContext("git_commit", FLASHSTEPS_GIT_COMMIT);
 }
 

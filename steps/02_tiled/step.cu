@@ -10,6 +10,8 @@
 //     l_i at the end
 //   - register blocking: each thread computes TM x TN scores and TM x D/8 outputs from
 //     shared memory (float4 loads), so loads are amortised over many FMAs
+//   - exp2 with log2(e) folded into the softmax scale: S is kept in base-2 units
+//   - the next K/V tile is fetched into registers while the current one is computed
 // Why it is faster: step 01 moves about 24 Nq Nk bytes per head through global memory for
 // S and P; here global traffic is Q once, K twice and V once (about (Nq + 3 Nk) D elements
 // per query tile), and the arithmetic runs from registers and shared memory.

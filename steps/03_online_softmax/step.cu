@@ -6,8 +6,7 @@
 //     running, and the accumulator O_i is rescaled by exp(m_old - m_new) whenever the max grows
 //     (Milakov & Gimelshein 2018, "Online normalizer calculation for softmax"; FlashAttention-2,
 //     Dao 2023, Algorithm 1: query tile outer, KV tiles inner, normalisation deferred to the end)
-//   - K is read from global memory once instead of twice, and S once instead of twice
-//   - exp2 with log2(e) folded into the softmax scale (one multiply fewer per score)
+//   - K is read from global memory once instead of twice, and S computed once instead of twice
 // Why it is faster: step 02 reads K twice and computes every score twice (3 N^2 D FMAs per
 // head instead of 2); this step does 2 N^2 D, all of them on CUDA cores in register-blocked
 // micro-tiles (each thread: TM x TN scores of S and TM x D/8 outputs of O).

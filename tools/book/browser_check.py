@@ -18,8 +18,9 @@ event and writes what it finds into the DOM that Chromium dumps. The check fails
   fell back to an error.
 
 It also saves screenshots of the front page, of every step chapter and of the roofline
-section of the measuring chapter (``--window-size=1280,2000``) to --screenshots. Debian: ``apt-get install chromium``; as
-root Chromium needs ``--no-sandbox``, which this script passes.
+section of the measuring chapter (``--window-size=1280,2000``) to --screenshots. Debian:
+``apt-get install chromium``; as root Chromium needs ``--no-sandbox``, which this script
+passes.
 """
 
 from __future__ import annotations
@@ -64,6 +65,19 @@ window.addEventListener("load", () => {{
 }});
 </script>
 """
+SCROLL = """
+<script>
+window.addEventListener("load", () => {{
+  // Hide what comes before the section, so that the screenshot starts with it.
+  let node = document.getElementById("{anchor}");
+  while (node && node.tagName !== "ARTICLE") {{
+    for (let prev = node.previousElementSibling; prev; prev = prev.previousElementSibling)
+      prev.style.display = "none";
+    node = node.parentElement;
+  }}
+}});
+</script>
+"""
 CHROMIUM_FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                   "--hide-scrollbars", "--no-first-run", "--no-default-browser-check",
                   "--disable-extensions", "--mute-audio"]
@@ -74,13 +88,17 @@ class Handler(SimpleHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 (http.server's naming)
         parts = urlsplit(self.path)
-        if parts.query != "probe" or not parts.path.endswith(".html"):
+        scroll = re.fullmatch(r"scroll=([\w-]+)", parts.query)
+        if not (parts.query == "probe" or scroll) or not parts.path.endswith(".html"):
             return super().do_GET()
         path = Path(self.translate_path(parts.path))
         if not path.is_file():
             return self.send_error(404)
         text = path.read_text(encoding="utf-8")
-        text = text.replace("</body>", PROBE + "</body>", 1)
+        # ?probe adds the check; ?scroll=ID makes the page start at that section, for a
+        # screenshot (headless Chromium does not scroll to a URL's #fragment for one).
+        script = PROBE if parts.query == "probe" else SCROLL.format(anchor=scroll[1])
+        text = text.replace("</body>", script + "</body>", 1)
         data = text.encode("utf-8")
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -97,7 +115,8 @@ def chapter_titles(src: Path) -> dict[str, str]:
     titles = {}
     for md in sorted(src.rglob("*.md")):
         rel = md.relative_to(src)
-        if rel.parts[0].startswith("_") or any((src / p).is_symlink() for p in rel.parents):
+        if rel.parts[0].startswith("_") or md.is_symlink() or \
+                any((src / p).is_symlink() for p in rel.parents):  # a repository file
             continue
         for line in md.read_text(encoding="utf-8").splitlines():
             if line.startswith("# "):
@@ -191,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         shots = [("index.html", "front_page.png")]
         shots += [(page, f"{Path(page).stem}.png") for page in steps]
         if "measuring.html" in titles:  # the roofline figure, scrolled to
-            shots.append(("measuring.html#the-roofline", "measuring_roofline.png"))
+            shots.append(("measuring.html?scroll=the-roofline", "measuring_roofline.png"))
         for page, name in shots:
             out = args.screenshots.resolve() / name
             out.unlink(missing_ok=True)

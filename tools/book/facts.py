@@ -80,7 +80,9 @@ def headline(records: list[fr.Record], step: str) -> str:
         prev = _previous(records, gpu, step)
         ref = _rec(records, gpu, prev, HEADLINE) if prev else None
         if ref is not None:
-            text += (f", {rec.tflops / ref.tflops:.1f} times as fast as step {prev} "
+            ratio = rec.tflops / ref.tflops
+            text += (f", {ratio:.1f}" if ratio >= 10 else f", {ratio:.2f}")
+            text += (f" times as fast as step {prev} "
                      f"({fr.fmt_tflops(ref.tflops)} TFLOPS)")
         clauses.append(text)
     return _join(clauses) if clauses else _not_measured(step)
@@ -143,7 +145,7 @@ def fma_target(records: list[fr.Record], ceilings: list[fr.Ceiling], step: str,
         verdict = "meets" if frac >= target else "falls short of"
         clauses.append(f"on {title} step {step} {verdict} the course's target of at least "
                        f"{100 * target:.0f} % of the fp32 FMA ceiling "
-                       f"({pr.fmt_pct(frac)})")
+                       f"({100 * frac:.1f} %)")
     if clauses:
         return _join(clauses)
     return (f"Whether step {step} meets the course's target of {100 * target:.0f} % of the "
@@ -183,7 +185,7 @@ def roofline(points: list[pr.Point], ceilings: list[fr.Ceiling], step: str) -> s
     for p in (q for q in points if q.step == step):
         title = "the " + fr.gpu_title(p.vendor, next(
             (c.gpu_name for c in ceilings if c.gpu == p.gpu), p.gpu))
-        text = (f"on {title}, step {step} moves {pr.fmt_sig(p.dram_bytes / 1e9)} GB through "
+        text = (f"on {title}, step {step} moves {pr.fmt_bytes(p.dram_bytes)} through "
                 f"DRAM (Nsight Compute, read + written) for the "
                 f"{pr.fmt_sig(p.problem.flops / 1e12)} TFLOP of `{p.problem.name}`: "
                 f"{pr.fmt_sig(p.intensity)} FLOP per byte")

@@ -199,25 +199,30 @@ def step_table(records: list[fr.Record], kernels: list[fr.NcuKernel], step: str,
         vendor = next((r.vendor for r in records if r.gpu == gpu), "nvidia")
         lines = [f"Nsight Compute on {fr.gpu_title(vendor, name)}, the correctness launch "
                  f"of `{benchmark}` ({problem.describe()}), "
-                 f"`results/{gpu}/ncu/{Path(mine[0].source).name}`:",
-                 "", "| Kernel | Counter | Measured | Expected | Measured / expected "
-                 "| Expected from the algorithm |", "|:--|:--|--:|--:|--:|:--|"]
+                 f"`results/{gpu}/ncu/{Path(mine[0].source).name}`. All counts are bytes "
+                 "(L2 → L1: sectors × 32)."]
         for k in mine:
             exp = expected(k, problem)
-            first = True
+            lines += ["", f"`{k.name}`, {_n(k.blocks)} blocks × {k.threads_per_block} "
+                          "threads:", "",
+                      "| Counter | Measured | Expected | Measured / expected |",
+                      "|:--|--:|--:|--:|"]
+            hows = []
             for metric, label in COUNTERS:
-                value, shown = _measured(k, metric)
-                if value is None and metric not in exp:
+                if metric == TIME:
                     continue
+                value, _ = _measured(k, metric)
                 e = exp.get(metric)
+                if value is None and e is None:
+                    continue
                 ratio = "" if e is None or value is None else (
                     "1 (exact)" if round(value) == round(e.value) else f"{value / e.value:.3f}")
-                kname = f"`{k.name}` ({_n(k.blocks)} × {k.threads_per_block} threads)" \
-                    if first else ""
-                lines.append(f"| {kname} | {label} | {shown} | "
-                             f"{'' if e is None else _n(e.value) + ' B'} | {ratio} | "
-                             f"{'' if e is None else e.how} |")
-                first = False
+                lines.append(f"| {label} | {'n/a' if value is None else _n(value)} | "
+                             f"{'' if e is None else _n(e.value)} | {ratio} |")
+                if e is not None:
+                    hows.append(f"- *{label}*: {e.how}.")
+            if hows:
+                lines += ["", "Expected from the algorithm:", ""] + hows
         if not MODELS.get(step):
             lines += ["", f"No traffic model for step {step} yet: measured counters only."]
         parts.append("\n".join(lines))

@@ -6,10 +6,12 @@
 // Each is timed with GPU events: 3 warm-up runs, then the median of 20.
 // Usage: ceilings [output.json]
 #include <algorithm>
+#include <ctime>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "flashsteps/commit.h"
 #include "flashsteps/harness.h"
 
 namespace {
@@ -72,12 +74,15 @@ int main(int argc, char** argv) {
   vendor::free_device(dst);
   vendor::free_device(sink);
 
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   char json[1024];
   std::snprintf(json, sizeof json,
-                "{\n  \"gpu_name\": \"%s\",\n  \"gpu_arch\": \"%s\",\n  \"sm_count\": %d,\n  \"max_clock_mhz\": %d,\n"
+                "{\n  \"date\": \"%s\",\n  \"git_commit\": \"%s\",\n  \"driver_cuda_api\": \"%s\",\n  \"gpu_name\": \"%s\",\n  \"gpu_arch\": \"%s\",\n  \"sm_count\": %d,\n  \"max_clock_mhz\": %d,\n"
                 "  \"fp32_fma_tflops\": %.2f,\n  \"fp32_fma_method\": \"%d blocks x %d threads x %d chains x %d FMAs, median of 20 after 3 warm-ups\",\n"
                 "  \"copy_gbps\": %.1f,\n  \"copy_method\": \"device-to-device copy of %zu bytes, read + written, median of 20 after 3 warm-ups\"\n}\n",
-                info.name.c_str(), info.arch.c_str(), info.sm_count, info.max_clock_mhz, fma_tflops, blocks, kThreads,
+                date, FLASHSTEPS_GIT_COMMIT, info.driver.c_str(), info.name.c_str(), info.arch.c_str(), info.sm_count, info.max_clock_mhz, fma_tflops, blocks, kThreads,
                 kChains, kIters, copy_gbps, bytes);
   std::fputs(json, stdout);
   if (argc > 1) {

@@ -6,8 +6,10 @@ An 8192 x 8192 x 8192 bf16 product on random inputs (never zeros), timed with CU
 PyTorch is an optional tool here, never a build dependency.
     python3 tools/ceilings/gemm_ceiling.py [out.json]
 """
+import datetime
 import json
 import statistics
+import subprocess
 import sys
 
 import torch
@@ -30,7 +32,14 @@ def main() -> int:
         if i >= 3:
             times.append(start.elapsed_time(stop))
     ms = statistics.median(times)
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
     result = {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git_commit": commit,
         "gpu_name": torch.cuda.get_device_name(),
         "bf16_gemm_tflops": round(2 * n**3 / (ms / 1e3) / 1e12, 1),
         "bf16_gemm_method": f"torch.matmul {n}x{n}x{n} bf16, randn inputs, median of 20 after 3 warm-ups",
