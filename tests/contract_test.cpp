@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -17,8 +18,9 @@ namespace {
 
 AttentionArgs valid_args() {
   AttentionArgs a;
+  std::uintptr_t address = 0x1000000;  // distinct, far-apart fake device addresses: never dereferenced
   for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
-    t->data = reinterpret_cast<void*>(0x10000);
+    t->data = reinterpret_cast<void*>(address += 0x1000000);
     t->dtype = DType::bf16;
     t->shape[0] = 2, t->shape[1] = 8, t->shape[2] = 16, t->shape[3] = 64;
     t->stride[0] = 8 * 16 * 64, t->stride[1] = 16 * 64, t->stride[2] = 64, t->stride[3] = 1;
@@ -58,6 +60,14 @@ TEST(Validate, NamesTheOffendingField) {
        }},
       {"softmax_scale = nan", [](AttentionArgs& a) { a.softmax_scale = std::numeric_limits<float>::quiet_NaN(); }},
       {"softmax_scale = 0", [](AttentionArgs& a) { a.softmax_scale = 0.0f; }},
+      {"mask = 9 is not a Mask", [](AttentionArgs& a) { a.mask = static_cast<Mask>(9); }},
+      {"k.dtype = 7 is not a DType", [](AttentionArgs& a) { a.k.dtype = static_cast<DType>(7); }},
+      {"o.stride[1] = 0 with o.shape[1] = 8", [](AttentionArgs& a) { a.o.stride[1] = 0; }},
+      {"o overlaps k", [](AttentionArgs& a) { a.o.data = static_cast<char*>(a.k.data) + 64; }},
+      {"v.data is not aligned to its element size (2 bytes)",
+       [](AttentionArgs& a) { a.v.data = static_cast<char*>(a.v.data) + 1; }},
+      {"q.shape/.stride: the tensor's size or largest offset exceeds 64-bit indexing",
+       [](AttentionArgs& a) { a.q.shape[2] = a.o.shape[2] = std::int64_t(1) << 62; }},
   };
   for (const Case& c : cases) {
     AttentionArgs a = valid_args();

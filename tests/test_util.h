@@ -11,13 +11,9 @@
 
 namespace flashsteps::testing {
 
-/// A deterministic 64-bit seed from a test's name (FNV-1a), so every case has its own
-/// inputs and a failure reproduces exactly.
-inline std::uint64_t seed_from(const std::string& name) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
+/// A deterministic 64-bit seed from a test's name, so every case has its own inputs and a
+/// failure reproduces exactly.
+inline std::uint64_t seed_from(const std::string& name) { return seed_from_name(name); }
 
 /// GoogleTest parameter names allow letters, digits and '_' only.
 inline std::string test_name(std::string name) {

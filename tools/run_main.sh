@@ -13,12 +13,16 @@ jobs="$(nproc)"
 
 gpu=""
 if command -v nvidia-smi > /dev/null 2>&1 && nvidia-smi -L > /dev/null 2>&1; then gpu=cuda; fi
-if [ -z "$gpu" ] && command -v rocminfo > /dev/null 2>&1 && rocminfo 2>/dev/null | grep -q 'gfx9'; then gpu=hip; fi
+# The hip preset builds gfx90a and gfx940 (Debian's clang-15); other AMD GPUs need a newer ROCm.
+if [ -z "$gpu" ] && command -v rocminfo > /dev/null 2>&1 && rocminfo 2>/dev/null | grep -qE 'gfx90a|gfx940'; then gpu=hip; fi
 
+# Published results (results/, README table) change only when asked: FLASHSTEPS_PUBLISH=1.
+results="$root/results"
 if [ -n "$gpu" ]; then
+  [ "${FLASHSTEPS_PUBLISH:-0}" = 1 ] || results="$root/build/$gpu/results"
   cmake --preset "$gpu"
   cmake --build "build/$gpu" -j "$jobs"
-  FLASHSTEPS_RESULTS="$root/results" "build/$gpu/bench" "$@"
+  FLASHSTEPS_RESULTS="$results" "build/$gpu/bench" "$@"
 else
   cmake --preset cpu
   cmake --build build/cpu -j "$jobs" --target reference_on_fixture
@@ -27,6 +31,11 @@ else
   echo "No GPU found (no nvidia-smi or rocminfo device): the steps were not run."
   echo "The plot below is redrawn from the results already in results/."
 fi
-"$py" tools/plot_results.py results -o results/tflops
-"$py" tools/results_table.py results --seqlen 8192 --update README.md
-echo "Plot: results/tflops.png, results/tflops.svg; table: README.md (Results)."
+"$py" tools/plot_results.py "$results" -o "$results/tflops"
+if [ "$results" = "$root/results" ]; then
+  "$py" tools/results_table.py results --seqlen 8192 --update README.md
+  echo "Plot: results/tflops.png and .svg; table: README.md (Results)."
+else
+  "$py" tools/results_table.py "$results" --seqlen 8192
+  echo "Plot: $results/tflops.png and .svg (FLASHSTEPS_PUBLISH=1 writes to results/ instead)."
+fi

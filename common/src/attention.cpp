@@ -3,7 +3,10 @@
 #include "flashsteps/attention.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <sstream>
+#include <utility>
 
 namespace flashsteps {
 
@@ -46,6 +49,8 @@ void require_equal(const char* field, A got, const char* other, B want) {
 
 void check_view(const char* name, const TensorView& t) {
   static const char* dims[4] = {"batch", "heads", "seqlen", "head_dim"};
+  if (t.dtype != DType::f32 && t.dtype != DType::f16 && t.dtype != DType::bf16)
+    fail(std::string(name) + ".dtype = " + std::to_string(static_cast<int>(t.dtype)) + " is not a DType");
   for (int d = 0; d < 4; ++d) {
     if (t.shape[d] < 0) {
       std::ostringstream s;
@@ -63,19 +68,64 @@ void check_view(const char* name, const TensorView& t) {
     s << name << ".stride[3] (head_dim stride) = " << t.stride[3] << " must be 1";
     fail(s.str());
   }
-  if (t.numel() > 0 && t.data == nullptr) fail(std::string(name) + ".data is null");
+  // Sizes and the largest offset must fit in 64 bits (every kernel indexes with int64).
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  std::int64_t elems = 1, last = 0;
+  for (int d = 0; d < 4; ++d) {
+    if (t.shape[d] == 0) return;  // empty: nothing is read or written
+    if (elems > kMax / t.shape[d] || (t.shape[d] - 1 > 0 && t.stride[d] > (kMax - last) / (t.shape[d] - 1))) {
+      std::ostringstream s;
+      s << name << ".shape/.stride: the tensor's size or largest offset exceeds 64-bit indexing";
+      fail(s.str());
+    }
+    elems *= t.shape[d];
+    last += (t.shape[d] - 1) * t.stride[d];
+  }
+  if (t.data == nullptr) fail(std::string(name) + ".data is null");
+  if (reinterpret_cast<std::uintptr_t>(t.data) % dtype_size(t.dtype) != 0) {
+    std::ostringstream s;
+    s << name << ".data is not aligned to its element size (" << dtype_size(t.dtype) << " bytes)";
+    fail(s.str());
+  }
+}
+
+// First and one-past-last byte a non-empty view can touch.
+std::pair<std::uintptr_t, std::uintptr_t> byte_span(const TensorView& t) {
+  std::int64_t last = 0;
+  for (int d = 0; d < 4; ++d) last += (t.shape[d] - 1) * t.stride[d];
+  const auto begin = reinterpret_cast<std::uintptr_t>(t.data);
+  return {begin, begin + static_cast<std::uintptr_t>(last + 1) * dtype_size(t.dtype)};
+}
+
+// The output must be writable without races and without clobbering an input.
+void check_output(const AttentionArgs& a) {
+  if (a.o.numel() == 0) return;
+  for (int d = 0; d < 3; ++d)
+    if (a.o.shape[d] > 1 && a.o.stride[d] == 0) {
+      std::ostringstream s;
+      s << "o.stride[" << d << "] = 0 with o.shape[" << d << "] = " << a.o.shape[d]
+        << ": distinct outputs would be written to the same address";
+      fail(s.str());
+    }
+  const auto [o_begin, o_end] = byte_span(a.o);
+  for (auto [name, t] : {std::pair<const char*, const TensorView*>{"q", &a.q}, {"k", &a.k}, {"v", &a.v}}) {
+    if (t->numel() == 0) continue;
+    const auto [begin, end] = byte_span(*t);
+    if (o_begin < end && begin < o_end) fail(std::string("o overlaps ") + name + ": the output must not alias an input");
+  }
 }
 
 }  // namespace
 
 void validate(const AttentionArgs& a) {
+  if (a.mask != Mask::none && a.mask != Mask::causal_bottom_right && a.mask != Mask::causal_top_left)
+    fail("mask = " + std::to_string(static_cast<int>(a.mask)) + " is not a Mask");
   check_view("q", a.q);
   check_view("k", a.k);
   check_view("v", a.v);
   check_view("o", a.o);
-  require_equal("k.dtype", dtype_name(a.k.dtype), "q.dtype", dtype_name(a.q.dtype));
-  require_equal("v.dtype", dtype_name(a.v.dtype), "q.dtype", dtype_name(a.q.dtype));
-  require_equal("o.dtype", dtype_name(a.o.dtype), "q.dtype", dtype_name(a.q.dtype));
+  for (auto [name, t] : {std::pair<const char*, const TensorView*>{"k.dtype", &a.k}, {"v.dtype", &a.v}, {"o.dtype", &a.o}})
+    if (t->dtype != a.q.dtype) require_equal(name, dtype_name(t->dtype), "q.dtype", std::string(dtype_name(a.q.dtype)));
   require_equal("k.shape[0] (batch)", a.k.shape[0], "q.shape[0] (batch)", a.q.shape[0]);
   require_equal("k.shape[3] (head_dim)", a.k.shape[3], "q.shape[3] (head_dim)", a.q.shape[3]);
   for (int d = 0; d < 4; ++d) {
@@ -96,6 +146,7 @@ void validate(const AttentionArgs& a) {
       fail(s.str());
     }
   }
+  check_output(a);
   if (a.softmax_scale && !(std::isfinite(*a.softmax_scale) && *a.softmax_scale > 0.0f)) {
     std::ostringstream s;
     s << "softmax_scale = " << *a.softmax_scale << " must be finite and positive";

@@ -166,6 +166,12 @@ HostInputs make_random_inputs(const Problem& p, std::uint64_t seed) {
   return in;
 }
 
+std::uint64_t seed_from_name(const std::string& name) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
 std::vector<Problem> standard_problems(DType dtype) {
   std::vector<Problem> set;
   for (std::int64_t D : {64, 128})

@@ -14,7 +14,7 @@
 // O(N^2) memory (at N = 16384 the S matrix of 16 heads is 17 GB). The loads are not tiled:
 // each thread of s_kernel reads a whole row of Q and of K from L2/DRAM for one dot product.
 // Measured on an NVIDIA H200 (bf16, D = 128, N = 4096, B = 4, H = 16, non-causal): 0.85 TFLOP/s,
-// about 1.4% of the fp32 FMA ceiling (results/nvidia-h200/step01.json; book/steps/01_naive.md).
+// about 1.5% of the fp32 FMA ceiling (results/nvidia-h200/step01.json; book/steps/01_naive.md).
 //
 // Limits: head_dim <= 256 (the only cap; any D in 1..256 works), every dtype, mask and
 // stride of the contract. Needs workspace_bytes(args) of device scratch for S/P.

@@ -299,13 +299,12 @@ void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
       p.scale_log2 = args.scale() * 1.4426950408889634f;
       p.mask = args.mask;
       const std::int64_t blocks = p.B * p.Hq * p.m_tiles;
-      if (blocks > 0x7fffffff) throw InvalidArgument("batch * heads_q * query tiles exceeds the grid limit of 2^31 - 1");
+      if (blocks > vendor::max_grid_blocks(kThreads))
+        throw Unsupported("step 02: batch * heads_q * query tiles = " + std::to_string(blocks) +
+                          " blocks exceeds the grid limit of " + std::to_string(vendor::max_grid_blocks(kThreads)));
       constexpr std::size_t smem_bytes = TileT::SMEM_FLOATS * sizeof(float);
-      static bool smem_raised = false;  // above 48 KiB needs an opt-in, once per kernel
-      if (!smem_raised) {
-        vendor::set_max_dynamic_smem(reinterpret_cast<const void*>(&attention_kernel<T, HEAD_DIM>), smem_bytes);
-        smem_raised = true;
-      }
+      // Above 48 KiB needs an opt-in; set on every launch (cheap), so every device gets it.
+      vendor::set_max_dynamic_smem(reinterpret_cast<const void*>(&attention_kernel<T, HEAD_DIM>), smem_bytes);
       attention_kernel<T, HEAD_DIM><<<static_cast<unsigned>(blocks), kThreads, smem_bytes, stream>>>(p);
       FLASHSTEPS_CHECK_LAUNCH("step02::attention_kernel");
     });

@@ -10,7 +10,7 @@
 // Why it is faster: step 02 reads K twice and computes every score twice (3 N^2 D FMAs per
 // head instead of 2); this step does 2 N^2 D, all of them on CUDA cores in register-blocked
 // micro-tiles (each thread: TM x TN scores of S and TM x D/8 outputs of O).
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 4096, non-causal): 19.7 TFLOP/s, 1.39x step 02,
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 4096, non-causal): 19.7 TFLOP/s, 1.38x step 02,
 // 34% of the 57.7 TFLOP/s fp32 FMA ceiling measured on the same GPU (results/nvidia-h200/).
 // Limits: scalar fp32 FMAs (no tensor cores: step 04); every KV tile is visited even when the
 // causal mask hides it (step 05); head_dim <= 256 (compiled for 32, 64, 128, 256; others padded).
@@ -282,13 +282,12 @@ void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
       p.scale_log2 = args.scale() * 1.4426950408889634f;
       p.mask = args.mask;
       const std::int64_t blocks = p.B * p.Hq * p.m_tiles;
-      if (blocks > 0x7fffffff) throw InvalidArgument("batch * heads_q * query tiles exceeds the grid limit of 2^31 - 1");
+      if (blocks > vendor::max_grid_blocks(kThreads))
+        throw Unsupported("step 03: batch * heads_q * query tiles = " + std::to_string(blocks) +
+                          " blocks exceeds the grid limit of " + std::to_string(vendor::max_grid_blocks(kThreads)));
       constexpr std::size_t smem_bytes = TileT::SMEM_FLOATS * sizeof(float);
-      static bool smem_raised = false;  // above 48 KiB needs an opt-in, once per kernel
-      if (!smem_raised) {
-        vendor::set_max_dynamic_smem(reinterpret_cast<const void*>(&attention_kernel<T, HEAD_DIM>), smem_bytes);
-        smem_raised = true;
-      }
+      // Above 48 KiB needs an opt-in; set on every launch (cheap), so every device gets it.
+      vendor::set_max_dynamic_smem(reinterpret_cast<const void*>(&attention_kernel<T, HEAD_DIM>), smem_bytes);
       attention_kernel<T, HEAD_DIM><<<static_cast<unsigned>(blocks), kThreads, smem_bytes, stream>>>(p);
       FLASHSTEPS_CHECK_LAUNCH("step03::attention_kernel");
     });

@@ -128,10 +128,12 @@ class DeviceError : public std::runtime_error {
 
 /// Checks @p args against the contract above, without touching the device.
 ///
-/// Checks: shapes non-negative and consistent (K/V batch, heads and seqlen agree; O matches
-/// Q; D agrees), head_dim > 0, Hkv > 0 when Hq > 0 and Hq % Hkv == 0, one dtype for Q/K/V/O,
-/// head_dim stride 1 and other strides non-negative, non-null data for non-empty tensors,
-/// a finite positive explicit scale.
+/// Checks: mask and dtypes are valid enumerators; shapes non-negative and consistent (K/V
+/// batch, heads and seqlen agree; O matches Q; D agrees), head_dim > 0, Hkv > 0 when Hq > 0
+/// and Hq % Hkv == 0, one dtype for Q/K/V/O; head_dim stride 1 and other strides
+/// non-negative; sizes and largest offsets within 64-bit indexing; non-null data aligned to
+/// the element size for non-empty tensors; O without zero strides over dimensions longer
+/// than 1 and not overlapping Q, K or V; a finite positive explicit scale.
 /// @throws InvalidArgument naming the offending field.
 void validate(const AttentionArgs& args);
 

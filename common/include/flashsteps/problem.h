@@ -87,6 +87,10 @@ struct HostInputs {
 /// generated on every hardware thread (the standard set's problems hold 100 M elements).
 HostInputs make_random_inputs(const Problem& p, std::uint64_t seed);
 
+/// A deterministic seed from a name (64-bit FNV-1a), the same on every compiler and
+/// standard library, so a problem's inputs are reproducible from its name alone.
+std::uint64_t seed_from_name(const std::string& name);
+
 /// Reads element [b, h, n, d] of a tensor placed by @p pl in @p buffer as float.
 float read_element(const void* buffer, const Placement& pl, DType dtype, std::int64_t b,
                    std::int64_t h, std::int64_t n, std::int64_t d);

@@ -28,6 +28,9 @@ struct StepInfo {
   /// Longest standard-set seqlen the benchmark times for this step (0: no cap). Only step 01
   /// caps it: its S/P round trip makes the longest problems take seconds per call.
   std::int64_t bench_max_seqlen = 0;
+  /// Largest head_dim the step accepts (every head_dim from 1 to this). The conformance
+  /// suite fails, rather than skips, a case within it that the step rejects as Unsupported.
+  std::int64_t max_head_dim = 256;
 };
 
 /// Declares a step's three entry points in namespace flashsteps::ns (written once, here).

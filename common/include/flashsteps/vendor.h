@@ -57,6 +57,16 @@ inline constexpr int kWarpSize = 64;
 inline constexpr int kWarpSize = 32;
 #endif
 
+/// Largest gridDim.x for blocks of @p threads_per_block threads: 2^31 - 1 on CUDA; on HIP
+/// the grid's total thread count must stay below 2^32.
+constexpr long long max_grid_blocks(int threads_per_block) {
+#if FLASHSTEPS_VENDOR_HIP
+  return ((1LL << 32) - 1) / threads_per_block;
+#else
+  return (void)threads_per_block, (1LL << 31) - 1;
+#endif
+}
+
 /// The runtime's text for @p error.
 const char* error_string(Error error);
 
