@@ -124,6 +124,12 @@ def plot(records: list[fr.Record], out_prefix: Path, dtype: str = "bf16") -> lis
     fig.text(0.01, 0.005, "\n".join(footer), fontsize=7, va="bottom", ha="left", color="#444444")
     fig.tight_layout(rect=(0, 0.02 + 0.018 * len(footer), 1, 0.93 if handles else 0.97))
 
+    return save_figure(fig, out_prefix)
+
+
+def save_figure(fig, out_prefix: Path) -> list[Path]:
+    """Writes PREFIX.png and PREFIX.svg without dates or tool versions (so an unchanged
+    figure regenerates byte-identically), closes the figure, returns the two paths."""
     out_prefix.parent.mkdir(parents=True, exist_ok=True)
     written = [out_prefix.with_name(out_prefix.name + ext) for ext in (".png", ".svg")]
     fig.savefig(written[0], dpi=110, metadata={"Software": None})

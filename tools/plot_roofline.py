@@ -348,12 +348,9 @@ def plot(points: list[Point], ceilings: list[fr.Ceiling], records: list[fr.Recor
     for ax, text, a, b in slanted:  # the bandwidth label follows its line on screen
         (x0, y0), (x1, y1) = ax.transData.transform([a, b])
         text.set_rotation(math.degrees(math.atan2(y1 - y0, x1 - x0)))
-    out_prefix.parent.mkdir(parents=True, exist_ok=True)
-    written = [out_prefix.with_name(out_prefix.name + ext) for ext in (".png", ".svg")]
-    fig.savefig(written[0], dpi=110, metadata={"Software": None})
-    fig.savefig(written[1], metadata={"Date": None, "Creator": None})
-    plt.close(fig)
-    return written
+    from plot_results import save_figure  # matplotlib-dependent: imported only to draw
+
+    return save_figure(fig, out_prefix)
 
 
 def main(argv: list[str] | None = None) -> int:
