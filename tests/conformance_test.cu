@@ -116,7 +116,7 @@ class Conformance : public ::testing::TestWithParam<Problem> {};
 TEST_P(Conformance, MatchesFloat64Reference) {
   REQUIRE_DEVICE();
   const Problem& p = GetParam();
-  check_step(make_random_inputs(p, testing::seed_from(p.name())));
+  check_step(make_random_inputs(p, seed_from_name(p.name())));
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, Conformance, ::testing::ValuesIn(conformance_cases()),

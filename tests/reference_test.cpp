@@ -78,7 +78,7 @@ class ReferenceVsPlainLoop : public ::testing::TestWithParam<Problem> {};
 
 TEST_P(ReferenceVsPlainLoop, Agree) {
   const Problem& p = GetParam();
-  const HostInputs in = make_random_inputs(p, testing::seed_from(p.name()));
+  const HostInputs in = make_random_inputs(p, seed_from_name(p.name()));
   const reference::Result got = reference::run(in), want = plain_loop(in);
   EXPECT_LT(max_diff(got.o, want.o), 1e-12);
   EXPECT_LT(max_diff(got.lse, want.lse), 1e-12);

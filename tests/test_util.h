@@ -3,17 +3,12 @@
 #pragma once
 
 #include <cctype>
-#include <cstdint>
 #include <ostream>
 #include <string>
 
 #include "flashsteps/problem.h"
 
 namespace flashsteps::testing {
-
-/// A deterministic 64-bit seed from a test's name, so every case has its own inputs and a
-/// failure reproduces exactly.
-inline std::uint64_t seed_from(const std::string& name) { return seed_from_name(name); }
 
 /// GoogleTest parameter names allow letters, digits and '_' only.
 inline std::string test_name(std::string name) {

@@ -71,9 +71,7 @@ Verdict verify_output(const Problem& p, const std::vector<double>& ref_o, const 
                       const std::vector<std::int64_t>& rows) {
   Verdict v;
   const std::int64_t D = p.head_dim, heads = p.batch * p.heads_q;
-  std::vector<std::int64_t> row_list = rows;
-  if (row_list.empty())
-    for (std::int64_t i = 0; i < p.seqlen_q; ++i) row_list.push_back(i);
+  const std::vector<std::int64_t> row_list = query_rows(rows, p.seqlen_q);
   std::vector<double> ro, oo, rl, ol;
   for (std::int64_t bh = 0; bh < heads; ++bh)
     for (std::int64_t i : row_list) {

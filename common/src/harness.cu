@@ -152,9 +152,7 @@ DeviceCase::Output DeviceCase::download(const std::vector<std::int64_t>& rows) c
   const std::vector<unsigned char> o_host = o_.download();
   for (std::size_t e = 0; e < o_host.size(); e += esize) out.unwritten += is_nan_bits(&o_host[e], p.dtype) ? 1 : 0;
   out.o.assign(static_cast<std::size_t>(layout_.o_elems), std::nan(""));
-  std::vector<std::int64_t> row_list = rows;
-  if (row_list.empty())
-    for (std::int64_t n = 0; n < p.seqlen_q; ++n) row_list.push_back(n);
+  const std::vector<std::int64_t> row_list = query_rows(rows, p.seqlen_q);
   for (std::int64_t b = 0; b < p.batch; ++b)
     for (std::int64_t h = 0; h < p.heads_q; ++h)
       for (std::int64_t n : row_list)

@@ -166,6 +166,13 @@ HostInputs make_random_inputs(const Problem& p, std::uint64_t seed) {
   return in;
 }
 
+std::vector<std::int64_t> query_rows(const std::vector<std::int64_t>& rows, std::int64_t seqlen_q) {
+  if (!rows.empty()) return rows;
+  std::vector<std::int64_t> all(static_cast<std::size_t>(std::max<std::int64_t>(seqlen_q, 0)));
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+  return all;
+}
+
 std::uint64_t seed_from_name(const std::string& name) {
   std::uint64_t h = 1469598103934665603ull;
   for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;

@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <string>
 
 namespace flashsteps::reference {
@@ -25,11 +24,7 @@ void attention(const View4& q, const View4& k, const View4& v, const Options& op
   for (int d = 0; d < 4; ++d) same(o.extent(d), q.extent(d), "o vs q");
   for (int d = 0; d < 3; ++d) same(lse.extent(d), q.extent(d), "lse vs q");
   if (Hq > 0 && (Hkv == 0 || Hq % Hkv != 0)) throw InvalidArgument("reference: heads_kv must divide heads_q");
-  std::vector<std::int64_t> row_list = rows;
-  if (row_list.empty()) {
-    row_list.resize(static_cast<std::size_t>(Nq));
-    std::iota(row_list.begin(), row_list.end(), 0);
-  }
+  const std::vector<std::int64_t> row_list = query_rows(rows, Nq);
   for (std::int64_t i : row_list)
     if (i < 0 || i >= Nq) throw InvalidArgument("reference: row " + std::to_string(i) + " out of range");
   if (Hq == 0) return;

@@ -87,6 +87,10 @@ struct HostInputs {
 /// generated on every hardware thread (the standard set's problems hold 100 M elements).
 HostInputs make_random_inputs(const Problem& p, std::uint64_t seed);
 
+/// The query rows a row subset means: @p rows itself, or every row 0..seqlen_q-1 when it is
+/// empty (the convention of the reference, the harness download and verify_output).
+std::vector<std::int64_t> query_rows(const std::vector<std::int64_t>& rows, std::int64_t seqlen_q);
+
 /// A deterministic seed from a name (64-bit FNV-1a), the same on every compiler and
 /// standard library, so a problem's inputs are reproducible from its name alone.
 std::uint64_t seed_from_name(const std::string& name);
