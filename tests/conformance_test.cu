@@ -39,7 +39,7 @@ void check_step(const HostInputs& in) {
     out = run_once(device_case, kStep);
   } catch (const Unsupported& e) {
     // Only what the step declares it does not support may be skipped; anything else is a bug.
-    if (p.head_dim <= step::info().max_head_dim) FAIL() << "rejected a supported case: " << e.what();
+    if (declares_support(step::info(), p.dtype, p.head_dim)) FAIL() << "rejected a supported case: " << e.what();
     GTEST_SKIP() << "step " << step::info().index << " does not support this case: " << e.what();
   }
   EXPECT_TRUE(out.guards_intact) << "a write landed outside a buffer";
@@ -201,6 +201,17 @@ TEST_F(BadInput, NonPositiveScale) {
 TEST_F(BadInput, HeadDimBeyondTheStep) {
   for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) t->shape[3] = 1000, t->stride[2] = 1000;
   expect_rejected("head_dim");
+}
+TEST_F(BadInput, MisalignedStride) {
+  if (step::info().alignment_elems == 1) GTEST_SKIP() << "this step takes any stride";
+  // Rows 132 bytes apart (not a multiple of 16 bytes); heads and batches stay 16-byte aligned.
+  a.k.stride[2] = 66, a.k.stride[1] = 16 * 66 + 8, a.k.stride[0] = 8 * (16 * 66 + 8);
+  expect_rejected("k.stride[2]");
+}
+TEST_F(BadInput, Fp32OnTensorCores) {
+  if (step::info().accepts_fp32) GTEST_SKIP() << "this step takes fp32";
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) t->dtype = DType::f32;
+  expect_rejected("q.dtype");
 }
 TEST_F(BadInput, MissingWorkspace) {
   if (step::workspace_bytes(a) == 0) GTEST_SKIP() << "this step needs no workspace";

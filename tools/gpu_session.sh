@@ -18,14 +18,32 @@ export LD_LIBRARY_PATH="$build/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 nvidia-smi -q > "$outdir/nvidia-smi-q.txt" 2>&1
 cat "$outdir/device.txt"
 status=0
+# FLASHSTEPS_TEST_STEPS="04 05" limits the GPU tests (and sanitizers) to those steps.
+selected() {
+  [ -z "${FLASHSTEPS_TEST_STEPS:-}" ] && return 0
+  [[ " $FLASHSTEPS_TEST_STEPS " == *" ${1##*test_step} "* ]]
+}
+# The SASS of the tensor-core steps must hold HMMA (tensor-core MMA) instructions: counted
+# per step from the sm_90a cubin of each test binary (cuobjdump -sass).
+if command -v cuobjdump > /dev/null; then
+  for t in "$build"/bin/test_step0[4-9]*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    cuobjdump -sass -arch sm_90a "$t" > "$outdir/$name.sass" 2>/dev/null
+    echo "$name SASS (sm_90a): $(grep -c 'HMMA\.16816\.F32\.BF16' "$outdir/$name.sass") HMMA.16816.F32.BF16, $(grep -c 'HMMA\.16816\.F32 ' "$outdir/$name.sass") HMMA.16816.F32 (fp16), $(grep -c 'LDSM' "$outdir/$name.sass") LDSM, $(grep -c 'LDGSTS' "$outdir/$name.sass") LDGSTS" | tee -a "$outdir/sass.txt"
+    gzip -f "$outdir/$name.sass"
+  done
+fi
 for t in "$build"/bin/test_step*; do
+  selected "$t" || continue
   name=$(basename "$t")
-  timeout 300 "$t" --gtest_brief=1 --gtest_output="json:$outdir/$name.json" > "$outdir/$name.log" 2>&1 || status=1
+  timeout "${FLASHSTEPS_TEST_TIMEOUT:-300}" "$t" --gtest_brief=1 --gtest_output="json:$outdir/$name.json" > "$outdir/$name.log" 2>&1 || status=1
   echo "$name: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$outdir/$name.log" | tr '\n' ' ')"
   grep -A3 -E '^\[  FAILED  \]|Failure' "$outdir/$name.log" | head -40
 done
 if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_MEMCHECK:-1}" = 1 ]; then
   for t in "$build"/bin/test_step*; do
+    selected "$t" || continue
     name=$(basename "$t")
     compute-sanitizer --tool memcheck --error-exitcode 3 "$t" --gtest_brief=1 \
       --gtest_filter='*nq17_nk100*:*nq257_nk130*:*packed_qkv*:*hq32_hkv8*' > "$outdir/$name.memcheck.log" 2>&1 || status=1
@@ -35,6 +53,7 @@ fi
 if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_RACECHECK:-1}" = 1 ]; then
   for t in "$build"/bin/test_step0[2-9]*; do
     [ -x "$t" ] || continue
+    selected "$t" || continue
     name=$(basename "$t")
     compute-sanitizer --tool racecheck --error-exitcode 3 "$t" --gtest_brief=1 \
       --gtest_filter='*nq130_nk257*bf16*:*nq17_nk100*' > "$outdir/$name.racecheck.log" 2>&1 || status=1
@@ -62,6 +81,25 @@ if [ "${FLASHSTEPS_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
       --benchmark_min_time=0.001 --benchmark_min_warmup_time=0 > "$outdir/$name.ncu.out" 2>&1 || status=1
     echo "$name ncu: $(grep -c dram__bytes "$outdir/$name.ncu.csv") metric rows"
   done
+fi
+# Step 06's tuner over the standard set (FLASHSTEPS_TUNE_ARGS: its arguments, e.g.
+# "--dtype bf16"); the table it writes is what steps/06_autotuned/tuned/ checks in.
+if [ -n "${FLASHSTEPS_TUNE_ARGS+set}" ] && [ -x "$build/bin/tune_step06" ]; then
+  # shellcheck disable=SC2086
+  timeout "${FLASHSTEPS_TUNE_TIMEOUT:-600}" "$build/bin/tune_step06" --out "$outdir/step06_tuning.json" $FLASHSTEPS_TUNE_ARGS \
+    > "$outdir/tune.log" 2> "$outdir/tune.progress.log" || status=1
+  tail -30 "$outdir/tune.log"
+  # The benchmark below then runs step 06 with the table just made.
+  export FLASHSTEPS_TUNE_CACHE="$outdir/step06_tuning.json"
+fi
+# PyTorch SDPA on the same problems, in the same run (FLASHSTEPS_SDPA_ARGS: arguments of
+# tools/sdpa_bench.py, e.g. "--dtype bf16"); needs torch, skipped without it.
+if [ -n "${FLASHSTEPS_SDPA_ARGS+set}" ] && python3 -c 'import torch' 2> /dev/null; then
+  gpu_slug=$(python3 -c 'import torch, re; print(re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()).strip("-"))')
+  # shellcheck disable=SC2086
+  timeout "${FLASHSTEPS_SDPA_TIMEOUT:-600}" python3 tools/sdpa_bench.py --out "$outdir/results/$gpu_slug" $FLASHSTEPS_SDPA_ARGS \
+    > "$outdir/sdpa.log" 2>&1 || status=1
+  tail -40 "$outdir/sdpa.log"
 fi
 if [ "${FLASHSTEPS_BENCH:-1}" = 1 ]; then
   # Bounded, so that what was measured is still packed when time runs short.

@@ -6,8 +6,11 @@
 writes ``<OUT_PREFIX>.png`` and ``<OUT_PREFIX>.svg``.  One row of panels per GPU,
 NVIDIA rows first, then AMD; a vendor without results still gets a row that says
 "not measured".  Columns are head_dim 64/128 x full/causal, x is the sequence
-length (log2), y is TFLOPS, one solid line per step and one dashed line per
-baseline (e.g. ``sdpa-flash``).  Skipped benchmarks are gaps, never zeros.
+length (log2), y is TFLOPS, one solid line per step and one grey dashed or
+dotted reference line per baseline (a result file whose ``flashsteps_step`` is
+not a number, e.g. ``sdpa-flash`` from tools/sdpa_bench.py, labelled with its
+``flashsteps_step_name``, "PyTorch SDPA flash").  Skipped benchmarks are gaps,
+never zeros.
 
 The output is deterministic: the same input gives byte-identical SVG/PNG.
 """
@@ -30,7 +33,11 @@ import flashsteps_results as fr  # noqa: E402
 COLUMNS = [(64, "full"), (64, "causal"), (128, "full"), (128, "causal")]
 SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
 STEP_COLORS = plt.get_cmap("tab10").colors
-BASELINE_COLORS = ["#555555", "#999999", "#222222", "#bbbbbb"]
+# Baselines (reference lines): grey, thinner, each with its own dash pattern and marker so
+# that several (PyTorch SDPA flash / cuDNN / efficient) stay apart in print.
+BASELINE_COLORS = ["#444444", "#888888", "#222222", "#aaaaaa"]
+BASELINE_LINES = ["--", ":", "-.", (0, (5, 1, 1, 1, 1, 1))]
+BASELINE_MARKERS = "x+1*"
 MARKERS = "osD^v<>ph*"
 
 
@@ -49,7 +56,9 @@ def _styles(records: list[fr.Record]) -> dict[str, dict]:
     for step, _ in fr.steps_of(records):
         if fr.is_baseline(step):
             styles[step] = dict(color=BASELINE_COLORS[n_base % len(BASELINE_COLORS)],
-                                linestyle="--", marker="x")
+                                linestyle=BASELINE_LINES[n_base % len(BASELINE_LINES)],
+                                marker=BASELINE_MARKERS[n_base % len(BASELINE_MARKERS)],
+                                linewidth=1.2, zorder=1.5)
             n_base += 1
         else:
             styles[step] = dict(color=STEP_COLORS[n_step % len(STEP_COLORS)], linestyle="-",

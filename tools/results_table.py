@@ -5,10 +5,14 @@
     python3 tools/results_table.py results --update README.md   # rewrite in place
     python3 tools/results_table.py results --check README.md    # exit 1 if stale
     python3 tools/results_table.py results --step 03            # one step, every N
+    python3 tools/results_table.py results --step 03 --baselines   # ... next to SDPA
 
 
 For each GPU (NVIDIA first, then AMD; an unmeasured vendor gets one line saying
-so) the rows are the steps, then the baselines; the columns are TFLOPS at one
+so) the rows are the steps, then the baselines (result files whose
+``flashsteps_step`` is not a number, such as PyTorch SDPA's from
+tools/sdpa_bench.py: ``sdpa-flash``, ``sdpa-cudnn``, ``sdpa-efficient``, each
+labelled by its ``flashsteps_step_name``); the columns are TFLOPS at one
 sequence length for each (head_dim, mask), followed by one column per fixture
 benchmark (e.g. ``minilm/fp16/layers6``).  A skipped benchmark shows "—" with
 a numbered note giving its reason; a benchmark absent from the results shows
@@ -17,7 +21,9 @@ a numbered note giving its reason; a benchmark absent from the results shows
 
 With ``--step NN`` the table is one step's instead: a row per sequence length, a column per
 (head_dim, mask), each cell the step's TFLOPS and its speed-up over the previous measured
-step (``--versus`` picks another), then the fixture benchmarks.
+step (``--versus`` picks another), then the fixture benchmarks.  ``--baselines`` adds, for
+each baseline measured on that GPU, a column per (head_dim, mask) with the baseline's
+TFLOPS and, in brackets, the step's TFLOPS as a share of it.
 """
 
 from __future__ import annotations
@@ -110,15 +116,35 @@ def _speedup_cell(rec: fr.Record | None, ref: fr.Record | None, notes: list[str]
     return f"{cell} (×{ratio:.1f})" if ratio >= 10 else f"{cell} (×{ratio:.2f})"
 
 
+def _share_cell(base: fr.Record | None, rec: fr.Record | None, notes: list[str]) -> str:
+    """A baseline's TFLOPS and, in brackets, ``rec``'s TFLOPS as a percentage of it."""
+    cell = _cell(base, notes)
+    if base is None or base.skipped or rec is None or rec.skipped or base.tflops <= 0:
+        return cell
+    return f"{cell} ({100.0 * rec.tflops / base.tflops:.0f}%)"
+
+
+def baselines_of(records: list[fr.Record], dtype: str) -> list[tuple[str, str]]:
+    """(step, step_name) of the baselines with attention results in ``dtype``."""
+    return [(s, n) for s, n in fr.steps_of(records) if fr.is_baseline(s)
+            and any(r.step == s and r.kind == "attention" and r.dtype == dtype
+                    for r in records)]
+
+
 def step_gpu_table(records: list[fr.Record], step: str, versus: str | None, dtype: str,
-                   head_dims: list[int], masks: list[str]) -> str:
-    """One GPU: the step's TFLOPS per sequence length, with the speed-up over ``versus``."""
+                   head_dims: list[int], masks: list[str], baselines: bool = False) -> str:
+    """One GPU: the step's TFLOPS per sequence length, with the speed-up over ``versus``;
+    with ``baselines``, one column per baseline and (head_dim, mask) after them."""
     mine = {r.name: r for r in records if r.step == step}
     ref = {r.name: r for r in records if r.step == versus} if versus else {}
     first = next(iter(mine.values()))
     label = fr.step_label(step, first.step_name)
+    bases = [b for b in baselines_of(records, dtype) if b[0] != step] if baselines else []
+    by_base = {b: {r.name: r for r in records if r.step == b} for b, _ in bases}
     seqlens = sorted({r.seqlen for r in mine.values() if r.kind == "attention"
-                      and r.dtype == dtype})
+                      and r.dtype == dtype}
+                     | {r.seqlen for b in by_base.values() for r in b.values()
+                        if r.kind == "attention" and r.dtype == dtype})
     notes: list[str] = []
     vs = ""
     if versus:
@@ -128,12 +154,15 @@ def step_gpu_table(records: list[fr.Record], step: str, versus: str | None, dtyp
              f"(`{first.gpu}`), step {label}, {dtype} TFLOPS (median of repetitions){vs}", ""]
     columns = [(d, m) for d in head_dims for m in masks]
     if seqlens:
-        lines += ["| N | " + " | ".join(f"D={d} {m}" for d, m in columns) + " |",
-                  "|--:|" + "--:|" * len(columns)]
+        heads = [f"D={d} {m}" for d, m in columns]
+        heads += [f"{name} D={d} {m}" for _, name in bases for d, m in columns]
+        lines += ["| N | " + " | ".join(heads) + " |", "|--:|" + "--:|" * len(heads)]
         for n in seqlens:
             names = [f"attention/{dtype}/hd{d}/n{n}/{m}" for d, m in columns]
-            lines.append(f"| {n} | " + " | ".join(
-                _speedup_cell(mine.get(x), ref.get(x), notes) for x in names) + " |")
+            cells = [_speedup_cell(mine.get(x), ref.get(x), notes) for x in names]
+            cells += [_share_cell(by_base[b].get(x), mine.get(x), notes)
+                      for b, _ in bases for x in names]
+            lines.append(f"| {n} | " + " | ".join(cells) + " |")
     else:
         lines.append(f"No {dtype} attention benchmarks.")
     fixtures = sorted(x for x, r in mine.items() if r.kind != "attention")
@@ -148,13 +177,20 @@ def step_gpu_table(records: list[fr.Record], step: str, versus: str | None, dtyp
         lines += ["", "n/a = not in the results."]
     if any("(×—)" in line for line in lines):
         lines += ["", f"×— = step {versus} skipped this benchmark: no speed-up to give."]
+    if bases:
+        lines += ["", f"Baseline columns: the baseline's TFLOPS; in brackets step {label}'s "
+                      "TFLOPS as a share of it."]
+        for b, name in bases:
+            lines += ["", f"<sub>{name}: {fr.describe_gpu(list(by_base[b].values()))}</sub>"]
     return "\n".join(lines)
 
 
 def make_step_table(records: list[fr.Record], step: str, versus: str | None = None,
-                    dtype: str = "bf16", head_dims=(64, 128), masks=("full", "causal")) -> str:
+                    dtype: str = "bf16", head_dims=(64, 128), masks=("full", "causal"),
+                    baselines: bool = False) -> str:
     """The per-step block (every GPU that measured the step), ending with a newline.
-    ``versus`` None: the previous measured step, per GPU."""
+    ``versus`` None: the previous measured step, per GPU. ``baselines``: add the
+    baselines' columns (where a GPU has any)."""
     parts = ["<!-- generated by tools/results_table.py from the results JSON; "
              "do not edit by hand -->"]
     for vendor in fr.VENDORS:
@@ -167,7 +203,8 @@ def make_step_table(records: list[fr.Record], step: str, versus: str | None = No
             ref = versus if versus is not None else previous_step(mine, step)
             if ref is not None and not any(r.step == ref for r in mine):
                 ref = None
-            parts.append(step_gpu_table(mine, step, ref, dtype, list(head_dims), list(masks)))
+            parts.append(step_gpu_table(mine, step, ref, dtype, list(head_dims), list(masks),
+                                        baselines))
     return "\n\n".join(parts) + "\n"
 
 
@@ -193,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--step", help="one step's table: TFLOPS per N and speed-up (e.g. 03)")
     ap.add_argument("--versus", help="with --step: compare with this step (default: the "
                                      "previous measured one)")
+    ap.add_argument("--baselines", action="store_true",
+                    help="with --step: add a column per baseline (e.g. PyTorch SDPA) and "
+                         "(head_dim, mask) where the GPU has any")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--update", type=Path, metavar="FILE", help="rewrite FILE's table")
     mode.add_argument("--check", type=Path, metavar="FILE", help="exit 1 if FILE's table is stale")
@@ -207,8 +247,12 @@ def main(argv: list[str] | None = None) -> int:
             print("error: --step prints only (no --update/--check)", file=sys.stderr)
             return 2
         sys.stdout.write(make_step_table(records, args.step, args.versus, args.dtype,
-                                         args.head_dim, args.mask))
+                                         args.head_dim, args.mask, args.baselines))
         return 0
+    if args.baselines:
+        print("error: --baselines goes with --step (the full table lists baselines as rows)",
+              file=sys.stderr)
+        return 2
     table = make_table(records, args.dtype, args.head_dim, args.mask, args.seqlen)
     target = args.update or args.check
     if target is None:

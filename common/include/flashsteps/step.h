@@ -31,7 +31,21 @@ struct StepInfo {
   /// Largest head_dim the step accepts (every head_dim from 1 to this). The conformance
   /// suite fails, rather than skips, a case within it that the step rejects as Unsupported.
   std::int64_t max_head_dim = 256;
+  /// Whether fp32 inputs are accepted (the tensor-core steps take fp16 and bf16 only).
+  bool accepts_fp32 = true;
+  /// head_dim must be a multiple of this (8 for the tensor-core steps: 16-byte row copies).
+  std::int64_t head_dim_multiple = 1;
+  /// Data pointers must be aligned to, and batch/head/seq strides be multiples of, this many
+  /// elements (8, i.e. 16 bytes, for the tensor-core steps).
+  std::int64_t alignment_elems = 1;
 };
+
+/// True when @p info declares that the step implements a problem of this dtype and head_dim
+/// (with aligned strides): the conformance suite fails a case it then rejects as Unsupported.
+inline bool declares_support(const StepInfo& info, DType dtype, std::int64_t head_dim) {
+  return head_dim <= info.max_head_dim && (dtype != DType::f32 || info.accepts_fp32) &&
+         head_dim % info.head_dim_multiple == 0;
+}
 
 /// Declares a step's three entry points in namespace flashsteps::ns (written once, here).
 #define FLASHSTEPS_DECLARE_STEP(ns)                                                       \

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file tile_cuda.h
+/// @brief NVIDIA implementation of the tile vocabulary (see tile.h): warp-wide
+/// `mma.sync.aligned.m16n8k16` (fp16/bf16 in, fp32 accumulate), `ldmatrix` fragment loads
+/// and `cp.async` copies. Needs sm_80 or newer. Included by tile.h only.
+///
+/// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), lane = 4 g + t:
+///  - A (16 x 16, row-major): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1],
+///    a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9]  (two 16-bit values per register);
+///  - B (16 x 8, "col"): b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g];
+///  - C (16 x 8, fp32): c0, c1 = C[g][2t, 2t+1], c2, c3 = C[g+8][2t, 2t+1].
+/// So the accumulator of two adjacent n8 tiles of S is, element for element, the A fragment
+/// of P for the next GEMM (FlashAttention-2's register reuse: P never touches shared memory).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "flashsteps/vendor.h"
+
+namespace flashsteps::tile {
+
+/// Rows of one matrix-instruction tile; WARP_M is a multiple of it.
+inline constexpr int kAtomM = 16;
+/// Columns of one accumulator atom (mma n8); tile widths are multiples of 16.
+inline constexpr int kAtomN = 8;
+
+/// ROWS x COLS fp32 accumulator of one warp: kRowTiles x kColTiles m16n8 atoms, 4 values per lane.
+template <int ROWS, int COLS>
+struct Acc {
+  static_assert(ROWS % 16 == 0, "accumulator rows (WARP_M) must be a multiple of 16");
+  static_assert(COLS % 16 == 0, "accumulator columns (BLOCK_N, head dim) must be a multiple of 16");
+  static constexpr int kRowTiles = ROWS / 16;  ///< m16 atoms down
+  static constexpr int kColTiles = COLS / 8;   ///< n8 atoms across
+  /// Rows this lane holds: g and g + 8 of every 16-row tile.
+  static constexpr int kSlots = 2 * kRowTiles;
+  float x[kRowTiles][kColTiles][4];  ///< c0..c3 of every atom
+
+  /// Row (within the accumulator) of this lane's slot @p s.
+  __device__ __forceinline__ static int slot_row(int s) { return 16 * (s / 2) + (threadIdx.x % 32) / 4 + 8 * (s % 2); }
+  /// Sets every element to 0.
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int i = 0; i < kRowTiles; ++i)
+#pragma unroll
+      for (int j = 0; j < kColTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) x[i][j][e] = 0.0f;
+  }
+  /// Calls f(slot, row, col, value) for the 4 kRowTiles kColTiles elements of this lane.
+  template <typename F>
+  __device__ __forceinline__ void for_each(F&& f) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < kRowTiles; ++i)
+#pragma unroll
+      for (int j = 0; j < kColTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, 16 * i + lane / 4 + 8 * (e / 2), 8 * j + 2 * (lane % 4) + e % 2, x[i][j][e]);
+  }
+  /// As for_each(), read-only.
+  template <typename F>
+  __device__ __forceinline__ void for_each(F&& f) const {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < kRowTiles; ++i)
+#pragma unroll
+      for (int j = 0; j < kColTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, 16 * i + lane / 4 + 8 * (e / 2), 8 * j + 2 * (lane % 4) + e % 2, x[i][j][e]);
+  }
+};
+
+/// Max over the 4 lanes (t = 0..3) that hold the same row.
+__device__ __forceinline__ float row_allreduce_max(float v) {
+  v = fmaxf(v, vendor::shfl_xor(v, 1));
+  return fmaxf(v, vendor::shfl_xor(v, 2));
+}
+/// Sum over the 4 lanes (t = 0..3) that hold the same row.
+__device__ __forceinline__ float row_allreduce_sum(float v) {
+  v += vendor::shfl_xor(v, 1);
+  return v + vendor::shfl_xor(v, 2);
+}
+
+/// 2^x in one instruction (`ex2.approx.ftz.f32`: MUFU.EX2, relative error ~2^-22, subnormal
+/// results flushed to zero). exp2f() adds range checks around it for subnormals, three more
+/// instructions per score that a probability rounded to 16 bits never needs.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/// True on every lane when @p p is true on any lane of the warp.
+__device__ __forceinline__ bool warp_any(bool p) { return __any_sync(0xffffffffu, p); }
+
+/// Shared-memory address of @p p for the PTX shared state space.
+__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/// 16 bytes global -> shared, asynchronously (`cp.async.cg`, bypassing L1 and the registers);
+/// writes zeros instead when @p in_bounds is false (source size 0: nothing is read).
+template <typename T>
+__device__ __forceinline__ void copy_16B_async(T* smem, const T* gmem, bool in_bounds) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+               "r"(in_bounds ? 16 : 0));
+}
+/// Closes the group of copies issued since the last commit.
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
+/// Waits until at most N committed groups are still in flight (this thread's copies only:
+/// follow with __syncthreads() before reading what other threads copied).
+template <int N>
+__device__ __forceinline__ void wait_pending() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+/// Four 8x8 matrices of 16-bit elements from shared memory; lane l gives the (shared-space)
+/// address of
+/// row l % 8 of matrix l / 8, and receives (row l / 4, columns 2 (l % 4), +1) of each.
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(row));
+}
+/// As ldmatrix_x4, transposed: lane l receives (rows 2 (l % 4), +1; column l / 4) of each.
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(row));
+}
+
+/// c += a b for one m16n8k16 atom; T (vendor::half_t or vendor::bf16_t) picks the instruction.
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  if constexpr (std::is_same_v<T, vendor::bf16_t>) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    static_assert(std::is_same_v<T, vendor::half_t>, "tensor-core tiles take fp16 or bf16");
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+/// Two floats rounded to T (nearest even) and packed into one register, @p lo in the low half.
+template <typename T>
+__device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, vendor::bf16_t>) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  } else {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const std::uint32_t*>(&v);
+  }
+}
+
+/// S = A B^T for one warp: A is the warp's ROWS x D rows of shared memory at @p sA, B the
+/// COLS x D rows at @p sB (both with pitch smem_pitch(D)). Per 16 columns of D: one
+/// ldmatrix.x4 per 16 rows of A, one per 16 rows of B (two n8 atoms), then kRowTiles x 2 mma
+/// per B load. Addresses are one register plus compile-time offsets (immediates in LDSM).
+template <int D, typename T, int ROWS, int COLS>
+__device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T* sB) {
+  constexpr int pitch = smem_pitch(D);
+  const int lane = threadIdx.x % 32;
+  const std::uint32_t a_base = smem_addr(sA + (lane % 16) * pitch + 8 * (lane / 16));
+  const std::uint32_t b_base = smem_addr(sB + (8 * (lane / 16) + lane % 8) * pitch + 8 * ((lane / 8) % 2));
+  s.zero();
+#pragma unroll
+  for (int k = 0; k < D; k += 16) {
+    std::uint32_t a[Acc<ROWS, COLS>::kRowTiles][4];
+#pragma unroll
+    for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i)
+      ldmatrix_x4(a[i], a_base + 2 * (16 * i * pitch + k));
+#pragma unroll
+    for (int j = 0; j < COLS / 16; ++j) {
+      std::uint32_t b[4];  // b0, b1 of atom 2j, then of atom 2j + 1
+      ldmatrix_x4(b, b_base + 2 * (16 * j * pitch + k));
+#pragma unroll
+      for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i) {
+        mma_16816<T>(s.x[i][2 * j], a[i], b[0], b[1]);
+        mma_16816<T>(s.x[i][2 * j + 1], a[i], b[2], b[3]);
+      }
+    }
+  }
+}
+
+/// O += P V for one warp: P is the accumulator of S after the softmax (rounded to T here, in
+/// registers), V the KEYS x D rows at @p sV (pitch smem_pitch(D)), read transposed by ldmatrix.
+template <int D, typename T, int ROWS, int KEYS>
+__device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p, const T* sV) {
+  constexpr int pitch = smem_pitch(D);
+  const int lane = threadIdx.x % 32;
+  const std::uint32_t v_base = smem_addr(sV + (8 * ((lane / 8) % 2) + lane % 8) * pitch + 8 * (lane / 16));
+#pragma unroll
+  for (int kk = 0; kk < KEYS / 16; ++kk) {
+    std::uint32_t a[Acc<ROWS, KEYS>::kRowTiles][4];
+#pragma unroll
+    for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) {
+      a[i][0] = pack2<T>(p.x[i][2 * kk][0], p.x[i][2 * kk][1]);
+      a[i][1] = pack2<T>(p.x[i][2 * kk][2], p.x[i][2 * kk][3]);
+      a[i][2] = pack2<T>(p.x[i][2 * kk + 1][0], p.x[i][2 * kk + 1][1]);
+      a[i][3] = pack2<T>(p.x[i][2 * kk + 1][2], p.x[i][2 * kk + 1][3]);
+    }
+#pragma unroll
+    for (int j = 0; j < D / 16; ++j) {
+      std::uint32_t b[4];  // b0, b1 of output atom 2j, then of atom 2j + 1
+      ldmatrix_x4_trans(b, v_base + 2 * (16 * kk * pitch + 16 * j));
+#pragma unroll
+      for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) {
+        mma_16816<T>(o.x[i][2 * j], a[i], b[0], b[1]);
+        mma_16816<T>(o.x[i][2 * j + 1], a[i], b[2], b[3]);
+      }
+    }
+  }
+}
+
+}  // namespace flashsteps::tile

@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: Apache-2.0
+// FlashSteps step 06 of the series — autotuned.   previous: 05_causal · next: (Hopper steps)
+//
+// What changes against step 05:
+//   - the kernel is unchanged; its tile shape (BLOCK_M, BLOCK_N, WARPS, STAGES) becomes a
+//     declared configuration space, instantiated at compile time and pruned by a predicate
+//     (shared memory, accumulator registers, tile size); TileConfig's static_asserts name the
+//     parameter that breaks a rule
+//   - a runtime tuner times every surviving shape once per key (device, dtype, head dim,
+//     causal, seqlen bucket) and caches its choice in JSON; without tuning, a table measured
+//     on the H200 and checked in (steps/06_autotuned/tuned/) or, elsewhere, FlashAttention-2's
+//     shapes are used (tuner.h says in which order)
+// Why it is faster: the best shape depends on the head dim, the mask and the sequence length
+// (short sequences want more, smaller blocks to fill 132 SMs; long ones want the widest tiles
+// the registers allow). One fixed shape leaves that on the table.
+// Measured on an NVIDIA H200: see the chapter (book/steps/06_autotuned.md) and results/.
+// Limits: as step 05 (fp16/bf16, head_dim a multiple of 8 up to 256, 16-byte alignment).
+// Chapter: book/steps/06_autotuned.md
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "flashsteps/dispatch.h"
+#include "flashsteps/harness.h"
+#include "flashsteps/step.h"
+#include "flashsteps/tile.h"
+#include "tuner.h"
+
+namespace flashsteps::step06 {
+
+namespace {
+
+// [start:tile_config]
+// A block of WARPS warps computes BLOCK_M query rows (WARP_M = BLOCK_M / WARPS per warp)
+// against the keys, BLOCK_N at a time, through STAGES shared-memory buffers of K and V.
+template <int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_>
+struct TileConfig {
+  static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, WARPS = WARPS_, STAGES = STAGES_;
+  static constexpr int kThreads = WARPS * vendor::kWarpSize;
+  static constexpr int WARP_M = BLOCK_M / WARPS;
+  static_assert(BLOCK_M % (WARPS * tile::kAtomM) == 0, "BLOCK_M must give every warp a multiple of 16 rows");
+  static_assert(BLOCK_N % 16 == 0, "BLOCK_N must be a multiple of 16 (the k-step of P V)");
+  static_assert(STAGES >= 2, "STAGES must be at least 2 (one K/V buffer loading, one in use)");
+  /// Q tile plus STAGES K tiles and STAGES V tiles, 16-bit, padded rows.
+  template <int HEAD_DIM>
+  static constexpr std::size_t smem_bytes() {
+    return static_cast<std::size_t>(BLOCK_M + 2 * STAGES * BLOCK_N) * tile::smem_pitch(HEAD_DIM) * 2;
+  }
+};
+
+// [end:tile_config]
+
+// [start:config_space]
+// The declared space: every combination of these values is considered...
+#if FLASHSTEPS_VENDOR_HIP
+// AMD: 64 KiB of LDS, so smaller tiles (and 2 waves, for the 256-wide head dim); one stage
+// more than two buys nothing, because the copies are synchronous (no cp.async).
+inline constexpr int kBlockMs[] = {32, 64, 128};
+inline constexpr int kBlockNs[] = {16, 32, 64};
+inline constexpr int kWarpCounts[] = {2, 4};
+inline constexpr int kStageCounts[] = {2};
+constexpr std::size_t kMaxSmem = 64 * 1024;  // LDS per workgroup
+constexpr int kAccBudget = 128;              // fp32 accumulator values per lane (of 512 VGPRs)
+#else
+inline constexpr int kBlockMs[] = {64, 128};
+inline constexpr int kBlockNs[] = {32, 64, 128};
+inline constexpr int kWarpCounts[] = {4, 8};
+inline constexpr int kStageCounts[] = {2, 3};
+constexpr std::size_t kMaxSmem = 227 * 1024;  // NVIDIA sm_80/sm_90: opt-in shared memory per block
+constexpr int kAccBudget = 192;               // of 255 registers per thread: the rest is addresses
+#endif
+inline constexpr int kNumBlockM = static_cast<int>(std::size(kBlockMs)), kNumBlockN = static_cast<int>(std::size(kBlockNs));
+inline constexpr int kNumWarps = static_cast<int>(std::size(kWarpCounts)), kNumStages = static_cast<int>(std::size(kStageCounts));
+inline constexpr int kSpaceSize = kNumBlockM * kNumBlockN * kNumWarps * kNumStages;
+
+// ...and this predicate prunes it, before anything is instantiated:
+template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
+constexpr bool keep_config() {
+  if (BLOCK_M % (WARPS * tile::kAtomM) != 0) return false;  // whole 16-row MMA tiles per warp
+  constexpr int WARP_M = BLOCK_M / WARPS;
+  if (WARP_M > 32) return false;  // at most 2 row tiles per warp (registers)
+  // S (WARP_M x BLOCK_N) and O (WARP_M x HEAD_DIM) accumulators must fit the registers.
+  if (WARP_M * (BLOCK_N + HEAD_DIM) / vendor::kWarpSize > kAccBudget) return false;
+  if (static_cast<std::size_t>(BLOCK_M + 2 * STAGES * BLOCK_N) * tile::smem_pitch(HEAD_DIM) * 2 > kMaxSmem) return false;
+  // K tiles of 4 to 16 KiB: smaller ones pay a barrier per few MMAs, larger ones starve the
+  // registers; a third stage only for the 8 KiB middle, where it can still hide latency.
+  if (BLOCK_N * HEAD_DIM < 2048 || BLOCK_N * HEAD_DIM > 8192) return false;
+  if (STAGES == 3 && BLOCK_N * HEAD_DIM != 4096) return false;
+  return true;
+}
+// [end:config_space]
+
+template <typename T>
+struct Params {
+  const T* q;  // [B, Hq, Nq, D] strided
+  const T* k;  // [B, Hkv, Nk, D] strided
+  const T* v;  // [B, Hkv, Nk, D] strided
+  T* o;        // [B, Hq, Nq, D] strided
+  float* lse;  // [B, Hq, Nq] contiguous, or nullptr
+  std::int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];  // batch, head, seq
+  std::int64_t B, Hq, Hkv, Nq, Nk;
+  int D;
+  int m_tiles;       // query tiles per (batch, head)
+  float scale_log2;  // softmax scale * log2(e)
+  Mask mask;
+};
+
+// [start:kernel]
+template <typename T, int HEAD_DIM, class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
+  constexpr int BLOCK_M = Cfg::BLOCK_M, BLOCK_N = Cfg::BLOCK_N, WARP_M = Cfg::WARP_M, STAGES = Cfg::STAGES;
+  constexpr int PITCH = tile::smem_pitch(HEAD_DIM);
+  using SAcc = tile::Acc<WARP_M, BLOCK_N>;  // this warp's scores S (then P)
+  using OAcc = tile::Acc<WARP_M, HEAD_DIM>; // this warp's unnormalised output O
+  constexpr int kSlots = SAcc::kSlots;      // query rows per lane
+  extern __shared__ uint4 smem_u4[];        // uint4: 16-byte aligned for the copies
+  T* Q_smem = reinterpret_cast<T*>(smem_u4);        // [BLOCK_M][PITCH]
+  T* K_smem = Q_smem + BLOCK_M * PITCH;             // [STAGES][BLOCK_N][PITCH]
+  T* V_smem = K_smem + STAGES * BLOCK_N * PITCH;    // [STAGES][BLOCK_N][PITCH]
+  const int warp = threadIdx.x / vendor::kWarpSize;
+
+  // [start:schedule]
+  // One block per (batch, head, query tile), flattened into blockIdx.x. Causal: the query
+  // tile is the slow index, counted down, so the first blocks issued are the last query tiles
+  // of every head, which see the most keys (longest-processing-time first). Full: the query
+  // tile is the fast index, so the blocks running together share one head's K and V in L2.
+  const std::int64_t BH = p.B * p.Hq;
+  std::int64_t bh, m_tile;
+  if (p.mask != Mask::none) {
+    bh = blockIdx.x % BH;
+    m_tile = p.m_tiles - 1 - static_cast<std::int64_t>(blockIdx.x / BH);
+  } else {
+    bh = blockIdx.x / p.m_tiles;
+    m_tile = blockIdx.x % p.m_tiles;
+  }
+  const std::int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / (p.Hq / p.Hkv);
+  const std::int64_t m0 = m_tile * BLOCK_M;
+  // [end:schedule]
+  const T* q = p.q + b * p.q_stride[0] + h * p.q_stride[1] + m0 * p.q_stride[2];
+  const T* k = p.k + b * p.k_stride[0] + hk * p.k_stride[1];
+  const T* v = p.v + b * p.v_stride[0] + hk * p.v_stride[1];
+  // [start:early_exit]
+  // The block's last query row sees the most keys: tiles past its last visible key are hidden
+  // from every row of the block and are skipped. Tiles up to the first row's last visible key
+  // are visible in full to every row and need no mask.
+  const std::int64_t last_row = (m0 + BLOCK_M < p.Nq ? m0 + BLOCK_M : p.Nq) - 1;
+  const std::int64_t n_tiles = (last_visible_key(p.mask, last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N;
+  const std::int64_t first_row_last_key = last_visible_key(p.mask, m0, p.Nq, p.Nk);
+  const std::int64_t n_full_tiles = (first_row_last_key + 1) / BLOCK_N;  // <= n_tiles
+  // [end:early_exit]
+
+  // [start:pipeline]
+  // Tile j's K and V go to buffer j % STAGES. Prologue: Q and the first STAGES - 1 tiles, one
+  // commit group per tile (Q rides with tile 0). Every iteration commits one group (maybe
+  // empty), so "tile j has landed" is always "at most STAGES - 2 groups still in flight".
+  auto load_kv = [&](std::int64_t j) {
+    const int stage = static_cast<int>(j % STAGES);
+    const std::int64_t n0 = j * BLOCK_N;
+    tile::load_tile_async<BLOCK_N, HEAD_DIM, Cfg::kThreads>(K_smem + stage * BLOCK_N * PITCH, PITCH,
+                                                            k + n0 * p.k_stride[2], p.k_stride[2], p.Nk - n0, p.D);
+    tile::load_tile_async<BLOCK_N, HEAD_DIM, Cfg::kThreads>(V_smem + stage * BLOCK_N * PITCH, PITCH,
+                                                            v + n0 * p.v_stride[2], p.v_stride[2], p.Nk - n0, p.D);
+  };
+  tile::load_tile_async<BLOCK_M, HEAD_DIM, Cfg::kThreads>(Q_smem, PITCH, q, p.q_stride[2], p.Nq - m0, p.D);
+#pragma unroll
+  for (int j = 0; j < STAGES - 1; ++j) {
+    if (j < n_tiles) load_kv(j);
+    tile::commit();
+  }
+  // [end:pipeline]
+
+  // [start:online_softmax]
+  OAcc o_acc;
+  o_acc.zero();
+  float m_i[kSlots], l_i[kSlots];  // running max of the unscaled scores; this lane's part of the sum
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) m_i[s] = -INFINITY, l_i[s] = 0.0f;
+  const std::int64_t row0 = m0 + warp * WARP_M;  // first query row of this warp
+
+  // One KV tile: S = Q K^T, the mask when MASKED, the online softmax, O += P V.
+  auto kv_tile = [&](std::int64_t j, auto masked_tag) {
+    constexpr bool MASKED = decltype(masked_tag)::value;
+    tile::wait_pending<STAGES - 2>();
+    __syncthreads();  // tile j is visible to all; every warp is done with tile j - 1's buffer
+    if (j + STAGES - 1 < n_tiles) load_kv(j + STAGES - 1);  // into the buffer tile j - 1 used
+    tile::commit();
+    const int stage = static_cast<int>(j % STAGES);
+    const std::int64_t n0 = j * BLOCK_N;
+
+    SAcc s_acc;  // S = Q K^T for this warp's rows, unscaled
+    tile::mma_ABt<HEAD_DIM>(s_acc, Q_smem + warp * WARP_M * PITCH, K_smem + stage * BLOCK_N * PITCH);
+    if constexpr (MASKED) {  // some key of the tile is hidden from some row
+      // Last visible column of each of this lane's rows, relative to the tile (-1: none).
+      int last_col[kSlots];
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) {
+        const std::int64_t last = last_visible_key(p.mask, row0 + SAcc::slot_row(s), p.Nq, p.Nk) - n0;
+        last_col[s] = static_cast<int>(last < -1 ? -1 : last > BLOCK_N ? BLOCK_N : last);
+      }
+      s_acc.for_each([&](int s, int, int col, float& x) {
+        if (col > last_col[s]) x = -INFINITY;
+      });
+    }
+    float m_new[kSlots], bias[kSlots], alpha[kSlots];
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) m_new[s] = m_i[s];
+    tile::row_max(s_acc, m_new);
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      // P = exp2(S scale_log2 - m scale_log2). A row with no visible key so far keeps
+      // m = -inf; it subtracts 0 instead, so exp2(-inf) = 0 and no NaN appears.
+      bias[s] = m_new[s] == -INFINITY ? 0.0f : m_new[s] * p.scale_log2;
+      // alpha rescales what was summed under the old max: exactly 1 when the max is unchanged
+      // (and for a row that has seen no visible key: its sums are still 0).
+      alpha[s] = m_new[s] == -INFINITY ? 1.0f : tile::exp2_approx((m_i[s] - m_new[s]) * p.scale_log2);
+      m_i[s] = m_new[s];
+      l_i[s] *= alpha[s];
+    }
+    tile::exp2_rows(s_acc, p.scale_log2, bias);  // s_acc now holds P (unnormalised)
+    tile::row_sum(s_acc, l_i);
+    // Rescale O only when some row's max grew (alpha != 1): after the first tiles a new
+    // maximum is rare, and the multiply by exactly 1 it skips changes nothing.
+    bool grew = false;
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) grew = grew || alpha[s] != 1.0f;
+    if (tile::warp_any(grew)) tile::mul_row(o_acc, alpha);
+    tile::mma_AB<HEAD_DIM, T>(o_acc, s_acc, V_smem + stage * BLOCK_N * PITCH);
+  };
+  // [start:split_loop]
+  std::int64_t j = 0;
+  for (; j < n_full_tiles; ++j) kv_tile(j, std::false_type{});  // no mask arithmetic at all
+  for (; j < n_tiles; ++j) kv_tile(j, std::true_type{});        // the diagonal / ragged end
+  // [end:split_loop]
+  tile::wait_pending<0>();  // nothing may still be landing when the block exits
+  // [end:online_softmax]
+
+  // [start:epilogue]
+  // Deferred normalisation: O_i = o_acc / l_i; a row with no visible key (l_i = 0) gets 0.
+  float inv_l[kSlots], lse[kSlots];
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+    const float l = tile::row_allreduce_sum(l_i[s]);
+    inv_l[s] = l > 0.0f ? 1.0f / l : 0.0f;
+    // LSE_i = ln(sum_j e^{scale S_ij}) = (m_i scale log2(e) + log2 l_i) ln 2
+    lse[s] = l > 0.0f ? (m_i[s] * p.scale_log2 + log2f(l)) * 0.69314718f : -INFINITY;
+  }
+  // O goes out through shared memory, so that global stores are whole 16-byte rows: each warp
+  // rounds its rows into its own rows of the Q tile (no other warp reads them), then copies.
+  T* o_stage = Q_smem + warp * WARP_M * PITCH;
+  o_acc.for_each([&](int s, int row, int col, float x) {
+    o_stage[row * PITCH + col] = vendor::from_float<T>(x * inv_l[s]);
+    if (col == 0 && p.lse != nullptr && row0 + row < p.Nq) p.lse[bh * p.Nq + row0 + row] = lse[s];
+  });
+  __syncthreads();  // the staged rows are visible to every lane of the warp
+  T* o = p.o + b * p.o_stride[0] + h * p.o_stride[1] + row0 * p.o_stride[2];
+  tile::store_tile<WARP_M, HEAD_DIM, vendor::kWarpSize>(o, p.o_stride[2], p.Nq - row0, p.D, o_stage, PITCH,
+                                                        threadIdx.x % vendor::kWarpSize);
+  // [end:epilogue]
+}
+// [end:kernel]
+
+void copy_strides(std::int64_t (&dst)[3], const TensorView& t) {
+  for (int d = 0; d < 3; ++d) dst[d] = t.stride[d];
+}
+
+// [start:launch]
+// Launches the kernel of one configuration (the launcher of step 05, templated on the tile).
+template <int HEAD_DIM, class Cfg>
+void launch(const AttentionArgs& args, vendor::Stream stream) {
+  static_assert(Cfg::template smem_bytes<HEAD_DIM>() <= kMaxSmem, "the tiles exceed the shared memory of a block");
+  vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, float>) {
+      Params<T> p;
+      p.q = static_cast<const T*>(args.q.data);
+      p.k = static_cast<const T*>(args.k.data);
+      p.v = static_cast<const T*>(args.v.data);
+      p.o = static_cast<T*>(args.o.data);
+      p.lse = args.lse;
+      copy_strides(p.q_stride, args.q);
+      copy_strides(p.k_stride, args.k);
+      copy_strides(p.v_stride, args.v);
+      copy_strides(p.o_stride, args.o);
+      p.B = args.batch(), p.Hq = args.heads_q(), p.Hkv = args.heads_kv();
+      p.Nq = args.seqlen_q(), p.Nk = args.seqlen_k(), p.D = static_cast<int>(args.head_dim());
+      p.m_tiles = static_cast<int>((p.Nq + Cfg::BLOCK_M - 1) / Cfg::BLOCK_M);
+      p.scale_log2 = args.scale() * 1.4426950408889634f;
+      p.mask = args.mask;
+      const std::int64_t blocks = p.B * p.Hq * p.m_tiles;
+      if (blocks > vendor::max_grid_blocks(Cfg::kThreads))
+        throw Unsupported("step 06: batch * heads_q * query tiles = " + std::to_string(blocks) +
+                          " blocks exceeds the grid limit of " + std::to_string(vendor::max_grid_blocks(Cfg::kThreads)));
+      constexpr std::size_t smem_bytes = Cfg::template smem_bytes<HEAD_DIM>();
+      const void* kernel = reinterpret_cast<const void*>(&attention_kernel<T, HEAD_DIM, Cfg>);
+      vendor::set_max_dynamic_smem(kernel, smem_bytes);  // above 48 KiB needs an opt-in
+      attention_kernel<T, HEAD_DIM, Cfg><<<static_cast<unsigned>(blocks), Cfg::kThreads, smem_bytes, stream>>>(p);
+      FLASHSTEPS_CHECK_LAUNCH("step06::attention_kernel");
+    }
+  });
+}
+
+// One surviving configuration: its name and its launcher.
+struct Candidate {
+  TileChoice choice;
+  void (*launch)(const AttentionArgs&, vendor::Stream);
+};
+
+// Instantiates configuration I of the space (mixed radix over the four value lists) when the
+// predicate keeps it.
+template <int HEAD_DIM, int I>
+void add_config(std::vector<Candidate>& out) {
+  constexpr int BLOCK_M = kBlockMs[I / (kNumStages * kNumWarps * kNumBlockN)];
+  constexpr int BLOCK_N = kBlockNs[(I / (kNumStages * kNumWarps)) % kNumBlockN];
+  constexpr int WARPS = kWarpCounts[(I / kNumStages) % kNumWarps], STAGES = kStageCounts[I % kNumStages];
+  if constexpr (keep_config<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES>())
+    out.push_back({TileChoice{BLOCK_M, BLOCK_N, WARPS, STAGES}, &launch<HEAD_DIM, TileConfig<BLOCK_M, BLOCK_N, WARPS, STAGES>>});
+}
+template <int HEAD_DIM, std::size_t... I>
+std::vector<Candidate> build_space(std::index_sequence<I...>) {
+  std::vector<Candidate> out;
+  (add_config<HEAD_DIM, static_cast<int>(I)>(out), ...);
+  return out;
+}
+template <int HEAD_DIM>
+const std::vector<Candidate>& space() {
+  static const std::vector<Candidate> s = build_space<HEAD_DIM>(std::make_index_sequence<kSpaceSize>{});
+  return s;
+}
+const std::vector<Candidate>& space_for(int head_dim) {
+  static const std::vector<Candidate> none;
+  switch (head_dim) {
+    case 32: return space<32>();
+    case 64: return space<64>();
+    case 96: return space<96>();
+    case 128: return space<128>();
+    case 256: return space<256>();
+    default: return none;
+  }
+}
+const Candidate* find(int head_dim, const TileChoice& choice) {
+  for (const Candidate& c : space_for(head_dim))
+    if (c.choice == choice) return &c;
+  return nullptr;
+}
+// [end:launch]
+
+// [start:select]
+std::string device_name() {
+  static const std::string name = device_info().name;  // one device per process
+  return name;
+}
+
+std::string space_list(int head_dim) {
+  std::string list;
+  for (const Candidate& c : space_for(head_dim)) list += (list.empty() ? "" : ", ") + c.choice.name();
+  return list;
+}
+
+// The user's tuning cache, read once, and the lock that guards it.
+std::mutex& cache_mutex() {
+  static std::mutex m;
+  return m;
+}
+TuningTable& user_cache() {
+  static TuningTable table = TuningTable::load(cache_path());
+  return table;
+}
+
+const Candidate& select(const AttentionArgs& args, vendor::Stream stream) {
+  const int head_dim = padded_head_dim(args.head_dim());
+  if (const char* forced = std::getenv("FLASHSTEPS_CONFIG"); forced != nullptr && *forced != '\0') {
+    const std::optional<TileChoice> choice = TileChoice::parse(forced);
+    const Candidate* c = choice ? find(head_dim, *choice) : nullptr;
+    if (c == nullptr)
+      throw Unsupported(std::string("FLASHSTEPS_CONFIG (") + forced + ") is not in step 06's space for head_dim " +
+                        std::to_string(head_dim) + ": " + space_list(head_dim));
+    return *c;
+  }
+  const TuneKey key = make_key(args, device_name());
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  if (std::optional<TileChoice> cached = user_cache().lookup(key))
+    if (const Candidate* c = find(head_dim, *cached)) return *c;
+  if (const char* t = std::getenv("FLASHSTEPS_TUNE"); t != nullptr && std::string(t) == "1") {
+    const TuneEntry entry = tune(args, stream, &std::cerr);
+    user_cache().insert(entry);
+    user_cache().save(cache_path());
+    std::cerr << "[step06 tune] " << key.str() << ": chose " << entry.choice.name() << " (cached in " << cache_path()
+              << ")\n";
+    return *find(head_dim, entry.choice);
+  }
+  if (std::optional<TileChoice> tuned = checked_in_table().lookup(key))
+    if (const Candidate* c = find(head_dim, *tuned)) return *c;
+  return *find(head_dim, heuristic(head_dim, args.mask != Mask::none));
+}
+// [end:select]
+
+}  // namespace
+
+// [start:public]
+std::vector<TileChoice> candidates(int head_dim) {
+  std::vector<TileChoice> out;
+  for (const Candidate& c : space_for(head_dim)) out.push_back(c.choice);
+  return out;
+}
+
+TileChoice heuristic(int head_dim, bool causal) {
+  (void)causal;  // FlashAttention-2 uses the same shapes for both (sm80 and sm90)
+#if FLASHSTEPS_VENDOR_HIP  // step 05's shapes
+  const TileChoice preferred = head_dim <= 64    ? TileChoice{64, 64, 4, 2}
+                               : head_dim <= 128 ? TileChoice{64, 32, 4, 2}
+                                                 : TileChoice{32, 16, 2, 2};
+#else
+  const TileChoice preferred = head_dim <= 32    ? TileChoice{128, 128, 4, 2}
+                               : head_dim <= 128 ? TileChoice{128, 64, 4, 2}
+                                                 : TileChoice{128, 32, 8, 2};
+#endif
+  if (find(head_dim, preferred) != nullptr) return preferred;
+  return space_for(head_dim).at(0).choice;  // every compiled head dim has a non-empty space
+}
+
+void attention_forward_with(const AttentionArgs& args, vendor::Stream stream, const TileChoice& choice) {
+  validate(args);
+  check_tensor_core_args(args, "step 06");
+  const int head_dim = padded_head_dim(args.head_dim());
+  if (head_dim == 0)
+    throw Unsupported("q.shape[3] (head_dim = " + std::to_string(args.head_dim()) + ") exceeds step 06's maximum of 256");
+  const Candidate* c = find(head_dim, choice);
+  if (c == nullptr)
+    throw Unsupported("configuration " + choice.name() + " is not in step 06's space for head_dim " +
+                      std::to_string(head_dim) + ": " + space_list(head_dim));
+  if (is_empty(args)) return;
+  c->launch(args, stream);
+}
+
+TileChoice selected_choice(const AttentionArgs& args) {
+  const int head_dim = padded_head_dim(args.head_dim());
+  if (const char* forced = std::getenv("FLASHSTEPS_CONFIG"); forced != nullptr && *forced != '\0') {
+    if (std::optional<TileChoice> c = TileChoice::parse(forced)) return *c;
+  }
+  const TuneKey key = make_key(args, device_name());
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex());
+    if (std::optional<TileChoice> cached = user_cache().lookup(key))
+      if (find(head_dim, *cached) != nullptr) return *cached;
+  }
+  if (std::optional<TileChoice> tuned = checked_in_table().lookup(key))
+    if (find(head_dim, *tuned) != nullptr) return *tuned;
+  return heuristic(head_dim, args.mask != Mask::none);
+}
+
+TuneEntry tune(const AttentionArgs& args, vendor::Stream stream, std::ostream* progress, int warmup, int reps) {
+  validate(args);
+  check_tensor_core_args(args, "step 06");
+  const int head_dim = padded_head_dim(args.head_dim());
+  TuneEntry entry;
+  entry.key = make_key(args, device_name());
+  const std::vector<Candidate>& cands = space_for(head_dim);
+  if (cands.empty())
+    throw Unsupported("q.shape[3] (head_dim = " + std::to_string(args.head_dim()) + ") exceeds step 06's maximum of 256");
+  // Each timed launch sits between its own two events, all queued back to back (nothing
+  // waits between launches, so no launch latency is timed); read once the stream drains.
+  std::vector<vendor::Event> events(2 * static_cast<std::size_t>(reps));
+  for (vendor::Event& e : events) e = vendor::event_create();
+  double best = 0.0;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    for (int w = 0; w < warmup; ++w) cands[i].launch(args, stream);
+    for (int r = 0; r < reps; ++r) {
+      vendor::event_record(events[2 * r], stream);
+      cands[i].launch(args, stream);
+      vendor::event_record(events[2 * r + 1], stream);
+    }
+    std::vector<double> ms;
+    for (int r = 0; r < reps; ++r) ms.push_back(vendor::event_elapsed_ms(events[2 * r], events[2 * r + 1]));
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2];
+    entry.median_ms.emplace_back(cands[i].choice, median);
+    if (i == 0 || median < best) best = median, entry.choice = cands[i].choice;
+    if (progress != nullptr)
+      *progress << "[step06 tune] " << entry.key.str() << " " << (i + 1) << "/" << cands.size() << " "
+                << cands[i].choice.name() << " " << median << " ms" << std::endl;
+  }
+  for (vendor::Event& e : events) vendor::event_destroy(e);
+  return entry;
+}
+// [end:public]
+
+std::size_t workspace_bytes(const AttentionArgs&) { return 0; }
+
+StepInfo info() {
+  StepInfo i{6, "autotuned", "tile shape chosen per problem from a pruned compile-time space, tuned and cached"};
+  i.accepts_fp32 = false, i.head_dim_multiple = 8, i.alignment_elems = 8;
+  return i;
+}
+
+// [start:launcher]
+void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
+  validate(args);
+  check_tensor_core_args(args, "step 06");
+  if (padded_head_dim(args.head_dim()) == 0)
+    throw Unsupported("q.shape[3] (head_dim = " + std::to_string(args.head_dim()) + ") exceeds step 06's maximum of 256");
+  if (is_empty(args)) return;
+  select(args, stream).launch(args, stream);
+}
+// [end:launcher]
+
+}  // namespace flashsteps::step06

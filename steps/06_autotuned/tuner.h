@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file tuner.h
+/// @brief Step 06's configuration space and tuner: which tile shape runs a problem, and why.
+///
+/// A tile shape (TileChoice) is the four compile-time parameters of the kernel: BLOCK_M query
+/// rows per block, BLOCK_N keys per KV tile, WARPS warps (wavefronts) per block and STAGES K/V
+/// buffers in the cp.async pipeline. The space is declared and pruned at compile time in
+/// step.cu; candidates() lists what survived for a head dim.
+///
+/// attention_forward() picks a shape per problem *key* (device, dtype, padded head dim, causal
+/// or not, seqlen bucket), in this order:
+///  1. the environment variable FLASHSTEPS_CONFIG (e.g. `m128_n64_w4_s2`) forces one shape
+///     (for tests and the search-space plot; Unsupported if the head dim's space lacks it);
+///  2. the user's tuning cache, a JSON file (FLASHSTEPS_TUNE_CACHE, default
+///     `$HOME/.cache/flashsteps/step06.json`), when it holds the key;
+///  3. with FLASHSTEPS_TUNE=1: tune() times every candidate on the call's own buffers, prints
+///     its progress and choice to stderr, and appends the choice to the cache file;
+///  4. the tuned table checked in for this GPU (steps/06_autotuned/tuned/), nearest bucket;
+///  5. heuristic(): FlashAttention-2's shapes, the same as step 05's.
+/// Nothing ever edits source to tune.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flashsteps/attention.h"
+#include "flashsteps/vendor.h"
+
+namespace flashsteps::step06 {
+
+/// One point of the configuration space.
+struct TileChoice {
+  int block_m = 0;  ///< BLOCK_M: query rows per block
+  int block_n = 0;  ///< BLOCK_N: keys per KV tile
+  int warps = 0;    ///< warps (NVIDIA) or wavefronts (AMD) per block
+  int stages = 0;   ///< K/V shared-memory buffers (pipeline depth)
+
+  /// "m128_n64_w4_s2".
+  std::string name() const;
+  /// Parses name(); nullopt when @p text is not of that form.
+  static std::optional<TileChoice> parse(const std::string& text);
+  /// Same four parameters.
+  bool operator==(const TileChoice& other) const {
+    return block_m == other.block_m && block_n == other.block_n && warps == other.warps && stages == other.stages;
+  }
+};
+
+/// What a tuning decision is keyed by.
+struct TuneKey {
+  std::string device;       ///< GPU name, e.g. "NVIDIA H200"
+  DType dtype = DType::bf16;  ///< fp16 or bf16
+  int head_dim = 0;         ///< the compiled head dim the problem runs at (32, 64, 96, 128, 256)
+  bool causal = false;      ///< any causal mask
+  std::int64_t seqlen_bucket = 0;  ///< seqlen_bucket(max(seqlen_q, seqlen_k))
+
+  /// "NVIDIA H200/bf16/hd128/causal/n4096", for messages.
+  std::string str() const;
+};
+
+/// The compiled head dim that holds @p head_dim: 32, 64, 96, 128 or 256 (0 above 256).
+int padded_head_dim(std::int64_t head_dim);
+/// Smallest power of two >= @p seqlen, clamped to [128, 65536].
+std::int64_t seqlen_bucket(std::int64_t seqlen);
+/// The key of @p args on the GPU named @p device.
+TuneKey make_key(const AttentionArgs& args, const std::string& device);
+
+/// The pruned configuration space for a compiled head dim (empty for other values), in the
+/// order it was declared.
+std::vector<TileChoice> candidates(int head_dim);
+/// The untuned default for a compiled head dim (always one of candidates()).
+TileChoice heuristic(int head_dim, bool causal);
+
+/// Runs @p choice on @p args (validated first).
+/// @throws Unsupported when @p choice is not in the space of the problem's head dim.
+void attention_forward_with(const AttentionArgs& args, vendor::Stream stream, const TileChoice& choice);
+
+/// The shape attention_forward() would use for @p args now (steps 1, 2, 4, 5 above; never tunes).
+TileChoice selected_choice(const AttentionArgs& args);
+
+/// A tuning result: the choice and the median time of every candidate.
+struct TuneEntry {
+  TuneKey key;        ///< what was tuned
+  TileChoice choice;  ///< the fastest candidate
+  std::vector<std::pair<TileChoice, double>> median_ms;  ///< every candidate, in space order
+};
+
+/// Times every candidate of the problem's head dim on @p args (@p warmup launches, then the
+/// median of @p reps launches queued back to back, each between its own two events on @p stream), writing progress lines
+/// to @p progress when not null. The outputs of @p args are overwritten.
+TuneEntry tune(const AttentionArgs& args, vendor::Stream stream, std::ostream* progress, int warmup = 2,
+               int reps = 7);
+
+/// A set of tuning decisions, read from and written to JSON:
+/// `{"format": "flashsteps-step06-tuning/1", "meta": {...}, "entries": [{"device", "dtype",
+/// "head_dim", "causal", "seqlen_bucket", "choice", "median_ms": {name: ms}}]}`.
+class TuningTable {
+ public:
+  /// Parses @p json_text. @throws InvalidArgument naming the offending entry.
+  static TuningTable from_json(const std::string& json_text);
+  /// Reads @p path; an empty table when the file does not exist.
+  /// @throws InvalidArgument when it exists but does not parse.
+  static TuningTable load(const std::string& path);
+  /// Writes the table to @p path (creating parent folders).
+  void save(const std::string& path) const;
+  /// JSON text of the table.
+  std::string to_json() const;
+
+  /// The exact key, else the same device, dtype, head dim and causality at the nearest bucket.
+  std::optional<TileChoice> lookup(const TuneKey& key) const;
+  /// Adds or replaces the entry of @p entry.key.
+  void insert(const TuneEntry& entry);
+  /// Free-form metadata (command, date, commit), kept as strings.
+  void set_meta(const std::string& name, const std::string& value);
+
+  std::vector<TuneEntry> entries;  ///< in insertion order
+ private:
+  std::vector<std::pair<std::string, std::string>> meta_;
+};
+
+/// The tables checked in under steps/06_autotuned/tuned/ (embedded at build time), merged.
+const TuningTable& checked_in_table();
+
+/// Path of the user's tuning cache (FLASHSTEPS_TUNE_CACHE or $HOME/.cache/flashsteps/step06.json).
+std::string cache_path();
+
+}  // namespace flashsteps::step06

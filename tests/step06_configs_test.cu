@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 06 runs whichever configuration its tuner picks, so every configuration of its space
+// must be correct, not only the default: for each compiled head dim and each configuration,
+// a small matrix against the float64 reference (ragged and multi-tile seqlens, both causal
+// alignments with Nq != Nk both ways, GQA, a padded head dim, the BSHD layout).
+// Linked into test_step06 beside the shared conformance suite.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "flashsteps/compare.h"
+#include "flashsteps/harness.h"
+#include "flashsteps/reference.h"
+#include "flashsteps/step.h"
+#include "test_util.h"
+#include "tuner.h"
+
+namespace flashsteps {
+namespace {
+
+struct ConfigCase {
+  step06::TileChoice choice;
+  Problem problem;
+  std::string name() const { return choice.name() + "_" + problem.name(); }
+};
+
+Problem make(std::int64_t B, std::int64_t Hq, std::int64_t Hkv, std::int64_t Nq, std::int64_t Nk, std::int64_t D,
+             DType dtype, Mask mask, Layout layout = Layout::bhsd) {
+  Problem p;
+  p.batch = B, p.heads_q = Hq, p.heads_kv = Hkv, p.seqlen_q = Nq, p.seqlen_k = Nk, p.head_dim = D;
+  p.dtype = dtype, p.mask = mask, p.layout = layout;
+  return p;
+}
+
+std::vector<ConfigCase> config_cases() {
+  std::vector<ConfigCase> cases;
+  for (int d : {32, 64, 96, 128, 256})
+    for (const step06::TileChoice& c : step06::candidates(d)) {
+      cases.push_back({c, make(1, 2, 2, 1, 1, d, DType::f16, Mask::none)});
+      cases.push_back({c, make(1, 2, 2, 300, 300, d, DType::bf16, Mask::causal_bottom_right)});
+      cases.push_back({c, make(2, 4, 2, 130, 257, d - 8, DType::f16, Mask::causal_top_left)});
+      cases.push_back({c, make(1, 2, 2, 257, 130, d, DType::bf16, Mask::causal_bottom_right)});
+      cases.push_back({c, make(1, 3, 3, 200, 333, d, DType::bf16, Mask::none, Layout::bshd)});
+    }
+  return cases;
+}
+
+class EveryConfiguration : public ::testing::TestWithParam<ConfigCase> {};
+
+TEST_P(EveryConfiguration, MatchesFloat64Reference) {
+  if (vendor::device_count() == 0) GTEST_SKIP() << "no GPU visible to the " << vendor::kName << " runtime";
+  const ConfigCase& c = GetParam();
+  const HostInputs in = make_random_inputs(c.problem, seed_from_name(c.problem.name()));
+  const reference::Result ref = reference::run(in);
+  DeviceCase device_case(in);
+  // FLASHSTEPS_CONFIG forces the configuration through the public entry point.
+  ASSERT_EQ(setenv("FLASHSTEPS_CONFIG", c.choice.name().c_str(), 1), 0);
+  DeviceCase::Output out;
+  try {
+    out = run_once(device_case, StepFns{&step06::attention_forward, &step06::workspace_bytes});
+  } catch (...) {
+    unsetenv("FLASHSTEPS_CONFIG");
+    throw;
+  }
+  unsetenv("FLASHSTEPS_CONFIG");
+  EXPECT_TRUE(out.guards_intact) << "a write landed outside a buffer";
+  EXPECT_EQ(out.unwritten, 0) << "output elements left unwritten (still NaN from the poison)";
+  const Verdict v = verify_output(c.problem, ref.o, ref.lse, out.o, out.lse);
+  EXPECT_EQ(v.failure, "") << c.name();
+  const DeviceCase::Output base = run_once(device_case, StepFns{&step01::attention_forward, &step01::workspace_bytes});
+  const Verdict vb = verify_output(c.problem, ref.o, ref.lse, base.o, base.lse);
+  EXPECT_EQ(check_against_baseline(v.o, vb.o, c.problem.dtype), "") << c.name();
+}
+
+INSTANTIATE_TEST_SUITE_P(Space, EveryConfiguration, ::testing::ValuesIn(config_cases()),
+                         [](const ::testing::TestParamInfo<ConfigCase>& info) {
+                           return testing::test_name(info.param.name());
+                         });
+
+// The space is what the chapter says it is: every compiled head dim has configurations, the
+// heuristic default is one of them, and names round-trip.
+TEST(Space, EveryHeadDimHasCandidatesAndTheDefaultIsOne) {
+  for (int d : {32, 64, 96, 128, 256}) {
+    const std::vector<step06::TileChoice> c = step06::candidates(d);
+    ASSERT_FALSE(c.empty()) << "head_dim " << d;
+    for (bool causal : {false, true}) {
+      const step06::TileChoice h = step06::heuristic(d, causal);
+      EXPECT_NE(std::find(c.begin(), c.end(), h), c.end()) << h.name();
+    }
+    for (const step06::TileChoice& t : c) {
+      const auto parsed = step06::TileChoice::parse(t.name());
+      ASSERT_TRUE(parsed.has_value()) << t.name();
+      EXPECT_EQ(*parsed, t);
+    }
+  }
+  EXPECT_TRUE(step06::candidates(48).empty());
+  EXPECT_FALSE(step06::TileChoice::parse("m128_n64_w4").has_value());
+  EXPECT_FALSE(step06::TileChoice::parse("m128_n64_w4_s2x").has_value());
+}
+
+TEST(Space, ForcedConfigurationOutsideTheSpaceIsRejected) {
+  AttentionArgs a;
+  std::uintptr_t address = 0x1000000;
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
+    t->data = reinterpret_cast<void*>(address += 0x1000000);
+    t->dtype = DType::bf16;
+    t->shape[0] = 1, t->shape[1] = 2, t->shape[2] = 16, t->shape[3] = 64;
+    t->stride[0] = 2 * 16 * 64, t->stride[1] = 16 * 64, t->stride[2] = 64, t->stride[3] = 1;
+  }
+  EXPECT_THROW(step06::attention_forward_with(a, nullptr, step06::TileChoice{128, 64, 2, 2}), Unsupported);
+  ASSERT_EQ(setenv("FLASHSTEPS_CONFIG", "m999_n64_w4_s2", 1), 0);
+  try {
+    step06::attention_forward(a, nullptr);
+    ADD_FAILURE() << "accepted a configuration outside the space";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("FLASHSTEPS_CONFIG"), std::string::npos) << e.what();
+  }
+  unsetenv("FLASHSTEPS_CONFIG");
+}
+
+// The tuning table format: written, read back, looked up at the nearest bucket.
+TEST(TuningTable, RoundTripAndNearestBucket) {
+  step06::TuningTable t;
+  step06::TuneEntry e;
+  e.key = {"GPU X", DType::bf16, 128, true, 4096};
+  e.choice = {128, 64, 4, 2};
+  e.median_ms = {{{128, 64, 4, 2}, 1.5}, {{64, 64, 4, 2}, 2.0}};
+  t.insert(e);
+  t.set_meta("command", "test");
+  const step06::TuningTable back = step06::TuningTable::from_json(t.to_json());
+  ASSERT_EQ(back.entries.size(), 1u);
+  EXPECT_EQ(back.entries[0].median_ms.size(), 2u);
+  step06::TuneKey k = e.key;
+  k.seqlen_bucket = 16384;  // nearest available bucket is 4096
+  ASSERT_TRUE(back.lookup(k).has_value());
+  EXPECT_EQ(*back.lookup(k), e.choice);
+  k.causal = false;  // no entry for full attention
+  EXPECT_FALSE(back.lookup(k).has_value());
+  EXPECT_THROW(step06::TuningTable::from_json("{\"format\": \"other\"}"), InvalidArgument);
+  EXPECT_THROW(step06::TuningTable::from_json("not json"), InvalidArgument);
+}
+
+TEST(TuningTable, CheckedInTablesParse) {
+  EXPECT_NO_THROW(step06::checked_in_table());
+}
+
+}  // namespace
+}  // namespace flashsteps

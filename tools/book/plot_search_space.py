@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Step 06's search space: the TFLOPS of every tile configuration, from a tuning table.
+
+    python3 tools/book/plot_search_space.py steps/06_autotuned/tuned/nvidia-h200.json \\
+        -o build/search_space [--dtype bf16] [--seqlen 1024 4096 16384] [--markdown FILE]
+
+writes ``<OUT_PREFIX>.png`` and ``<OUT_PREFIX>.svg`` (and, with --markdown, a table of the
+choices). The input is a tuning table as ``tune_step06`` writes it (steps/06_autotuned/
+tuner.h)::
+
+    {"format": "flashsteps-step06-tuning/1", "meta": {"command": ..., "date": ...},
+     "entries": [{"device": "NVIDIA H200", "dtype": "bf16", "head_dim": 128, "causal": true,
+                  "seqlen_bucket": 4096, "choice": "m128_n64_w4_s2",
+                  "median_ms": {"m64_n32_w4_s2": 1.9, "m128_n64_w4_s2": 1.2, ...}}]}
+
+Every entry is one problem of the standard set (B * N = 16384 tokens, Hq * D = 2048; the
+seqlen bucket of a standard problem is its N), timed once per configuration of the space.
+The times become TFLOPS with the course's FLOP rule, 4 * B * Hq * D * visible pairs, where
+the pairs are N^2, or N (N + 1) / 2 for a causal mask (both alignments agree at Nq = Nk).
+An entry that is not a standard-set shape (a head dim or a bucket that does not divide the
+set's totals) is left out of the figure, and the table says how many were.
+
+The figure has one panel per (head dim, mask), and in a panel one group of bars per
+sequence length, one bar per configuration (the same colour for a configuration in every
+panel). The tuner's choice, the fastest configuration, has a black outline and a marker
+above it. Nothing in the figure is typed: it is drawn from the table alone, and the same
+table gives byte-identical SVG and PNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FORMAT = "flashsteps-step06-tuning/1"
+TOKENS = 16384  # B * N of every standard problem
+WIDTH = 2048    # Hq * D of every standard problem
+CHOICE_RE = re.compile(r"^m(\d+)_n(\d+)_w(\d+)_s(\d+)$")
+DTYPES = ("fp16", "bf16")
+
+
+class TableError(ValueError):
+    """A tuning table is malformed; the message names the file and the field."""
+
+    def __init__(self, path: Path | str, where: str, problem: str):
+        super().__init__(f"{path}: {where}: {problem}")
+
+
+def config_key(name: str) -> tuple[int, ...]:
+    """Sort key of a configuration name: (BLOCK_M, BLOCK_N, WARPS, STAGES)."""
+    m = CHOICE_RE.match(name)
+    return tuple(int(x) for x in m.groups()) if m else (1 << 30,)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The problem of one tuning entry."""
+
+    dtype: str
+    head_dim: int
+    causal: bool
+    seqlen: int
+
+    @property
+    def standard(self) -> bool:
+        """True when B = 16384 / N and Hq = 2048 / D are whole numbers."""
+        return (self.seqlen > 0 and self.head_dim > 0 and TOKENS % self.seqlen == 0
+                and WIDTH % self.head_dim == 0)
+
+    @property
+    def batch(self) -> int:
+        return TOKENS // self.seqlen
+
+    @property
+    def heads(self) -> int:
+        return WIDTH // self.head_dim
+
+    @property
+    def visible_pairs(self) -> int:
+        n = self.seqlen
+        return n * (n + 1) // 2 if self.causal else n * n
+
+    @property
+    def flops(self) -> int:
+        """4 * B * Hq * D * visible pairs (see book/measuring.md, "Counting FLOPs")."""
+        return 4 * self.batch * self.heads * self.head_dim * self.visible_pairs
+
+    @property
+    def mask(self) -> str:
+        return "causal" if self.causal else "full"
+
+    @property
+    def label(self) -> str:
+        return f"{self.dtype}, D = {self.head_dim}, {self.mask}, N = {self.seqlen}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One tuned key: its problem, the chosen configuration and every configuration's time."""
+
+    device: str
+    shape: Shape
+    choice: str
+    median_ms: dict[str, float] = field(default_factory=dict)
+
+    def tflops(self, config: str) -> float:
+        return self.shape.flops / (self.median_ms[config] * 1e-3) / 1e12
+
+    @property
+    def spread(self) -> float:
+        """How many times as fast the fastest configuration is as the slowest."""
+        return max(self.median_ms.values()) / min(self.median_ms.values())
+
+
+@dataclass
+class Table:
+    path: Path
+    meta: dict[str, str]
+    entries: list[Entry]
+
+    @property
+    def devices(self) -> list[str]:
+        return sorted({e.device for e in self.entries})
+
+    @property
+    def dtypes(self) -> list[str]:
+        return [d for d in DTYPES if any(e.shape.dtype == d for e in self.entries)]
+
+    def standard(self, dtype: str | None = None) -> list[Entry]:
+        return [e for e in self.entries if e.shape.standard
+                and (dtype is None or e.shape.dtype == dtype)]
+
+
+def _get(path, obj: dict, where: str, key: str, kind):
+    value = obj.get(key)
+    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+    if not ok:
+        raise TableError(path, f"{where}.{key}", f"missing or not {kind.__name__}: {value!r}")
+    return value
+
+
+def parse_table(data, path: Path | str = "<table>") -> Table:
+    """A Table from the parsed JSON of a tuning table; every field is checked."""
+    if not isinstance(data, dict):
+        raise TableError(path, "top level", "expected a JSON object")
+    if data.get("format") != FORMAT:
+        raise TableError(path, "format", f"expected {FORMAT!r}, got {data.get('format')!r}")
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        raise TableError(path, "meta", "not an object")
+    entries_json = data.get("entries")
+    if not isinstance(entries_json, list):
+        raise TableError(path, "entries", "missing or not a list")
+    entries = []
+    for i, e in enumerate(entries_json):
+        where = f"entries[{i}]"
+        if not isinstance(e, dict):
+            raise TableError(path, where, "expected an object")
+        dtype = _get(path, e, where, "dtype", str)
+        if dtype not in DTYPES:
+            raise TableError(path, f"{where}.dtype", f"expected fp16 or bf16, got {dtype!r}")
+        shape = Shape(dtype, _get(path, e, where, "head_dim", int),
+                      _get(path, e, where, "causal", bool),
+                      _get(path, e, where, "seqlen_bucket", int))
+        choice = _get(path, e, where, "choice", str)
+        if not CHOICE_RE.match(choice):
+            raise TableError(path, f"{where}.choice", f"not of the form m128_n64_w4_s2: {choice!r}")
+        times = e.get("median_ms", {})
+        if not isinstance(times, dict) or not times:
+            raise TableError(path, f"{where}.median_ms", "missing, empty or not an object")
+        for name, ms in times.items():
+            if not CHOICE_RE.match(name):
+                raise TableError(path, f"{where}.median_ms", f"not a configuration: {name!r}")
+            if isinstance(ms, bool) or not isinstance(ms, (int, float)) or \
+                    not math.isfinite(ms) or ms <= 0:
+                raise TableError(path, f"{where}.median_ms.{name}",
+                                 f"expected a positive time in ms, got {ms!r}")
+        if choice not in times:
+            raise TableError(path, f"{where}.choice", f"{choice} has no time in median_ms")
+        entries.append(Entry(_get(path, e, where, "device", str), shape, choice,
+                             {k: float(v) for k, v in times.items()}))
+    return Table(Path(path), {str(k): str(v) for k, v in meta.items()}, entries)
+
+
+def load_table(path: Path | str) -> Table:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TableError(path, "file", f"cannot read JSON ({exc})") from None
+    return parse_table(data, path)
+
+
+def load_tables(folder: Path | str) -> list[Table]:
+    """Every ``*.json`` in ``folder`` (sorted by name); none when it does not exist."""
+    folder = Path(folder)
+    return [load_table(p) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+
+
+def fmt_tflops(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def panels(entries: list[Entry]) -> list[tuple[int, bool]]:
+    return sorted({(e.shape.head_dim, e.shape.causal) for e in entries})
+
+
+def choices_markdown(table: Table, dtype: str, seqlens: list[int] | None = None) -> str:
+    """The tuner's choice per (head dim, mask) and sequence length, with its TFLOPS and how
+    many times as fast as the slowest configuration it is."""
+    entries = [e for e in table.standard(dtype)
+               if seqlens is None or e.shape.seqlen in seqlens]
+    name = table.path.name
+    if not entries:
+        return f"`{name}` holds no {dtype} entry of the standard set.\n"
+    ns = sorted({e.shape.seqlen for e in entries})
+    by = {(e.shape.head_dim, e.shape.causal, e.shape.seqlen): e for e in entries}
+    lines = [f"Choices of `{name}` ({', '.join(table.devices)}, {dtype}): the fastest "
+             "configuration, its TFLOPS and, in brackets, how many times as fast as the "
+             "slowest configuration it is.", "",
+             "| D, mask | " + " | ".join(f"N = {n}" for n in ns) + " |",
+             "|:--|" + "--:|" * len(ns)]
+    for d, causal in panels(entries):
+        cells = []
+        for n in ns:
+            e = by.get((d, causal, n))
+            cells.append("n/a" if e is None else
+                         f"`{e.choice}` {fmt_tflops(e.tflops(e.choice))} (×{e.spread:.2f})")
+        lines.append(f"| {d}, {'causal' if causal else 'full'} | " + " | ".join(cells) + " |")
+    left_out = len([e for e in table.entries if not e.shape.standard])
+    if left_out:
+        lines += ["", f"{left_out} entries of the table are not standard-set shapes and are "
+                      "not shown."]
+    return "\n".join(lines) + "\n"
+
+
+def plot(table: Table, out_prefix: Path, dtype: str = "bf16",
+         seqlens: list[int] | None = None) -> list[Path]:
+    """Draw the figure for ``dtype`` and write PNG + SVG; returns the paths written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tools = str(Path(__file__).resolve().parents[1])
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    from plot_results import save_figure  # the repository's deterministic figure writer
+
+    plt.rcParams.update({"svg.hashsalt": "flashsteps", "svg.fonttype": "none", "font.size": 9})
+    entries = [e for e in table.standard(dtype) if seqlens is None or e.shape.seqlen in seqlens]
+    keys = panels(entries) or [(0, False)]
+    configs = sorted({c for e in entries for c in e.median_ms}, key=config_key)
+    cmap = plt.get_cmap("tab20").colors
+    color = {c: cmap[i % len(cmap)] for i, c in enumerate(configs)}
+    hatch = {c: ("" if i < len(cmap) else "//") for i, c in enumerate(configs)}
+    height = 3.0 * len(keys) + 1.2
+    fig, axes = plt.subplots(len(keys), 1, figsize=(11, height), squeeze=False)
+    for ax, (d, causal) in zip(axes[:, 0], keys):
+        mine = sorted((e for e in entries if (e.shape.head_dim, e.shape.causal) == (d, causal)),
+                      key=lambda e: e.shape.seqlen)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+        if not mine:
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.text(0.5, 0.5, f"no {dtype} entries of the standard set", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=14, color="#888888")
+            continue
+        ax.set_title(f"head_dim {d}, {'causal' if causal else 'full'}", fontsize=10)
+        ax.set_ylabel(f"TFLOPS ({dtype})")
+        mine_configs = sorted({c for e in mine for c in e.median_ms}, key=config_key)
+        width = 0.84 / len(mine_configs)
+        top = max(e.tflops(c) for e in mine for c in e.median_ms)
+        for g, e in enumerate(mine):
+            for k, c in enumerate(mine_configs):
+                if c not in e.median_ms:
+                    continue
+                x = g - 0.42 + (k + 0.5) * width
+                y = e.tflops(c)
+                chosen = c == e.choice
+                ax.bar(x, y, width * 0.92, color=color[c], hatch=hatch[c],
+                       edgecolor="black" if chosen else "none", linewidth=1.4 if chosen else 0,
+                       alpha=1.0 if chosen else 0.75, zorder=3 if chosen else 2)
+                if chosen:
+                    ax.plot([x], [y + 0.035 * top], marker="v", color="black", markersize=5,
+                            linestyle="none", zorder=4)
+        ax.set_xticks(range(len(mine)), [f"N = {e.shape.seqlen}" for e in mine])
+        ax.set_xlim(-0.5, len(mine) - 0.5)
+        ax.set_ylim(0, top * 1.12)
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Patch(facecolor=color[c], hatch=hatch[c], label=c) for c in configs]
+    if configs:
+        handles.append(Line2D([], [], marker="v", color="black", linestyle="none",
+                              label="chosen (fastest)"))
+    title_in, row_in = 0.3, 0.17  # inches: the title, one row of the legend
+    if handles:
+        fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 6), fontsize=8,
+                   frameon=False, bbox_to_anchor=(0.5, 1 - title_in / height))
+    devices = ", ".join(table.devices) or "no device"
+    fig.suptitle(f"Step 06 search space on {devices}: TFLOPS of every configuration "
+                 f"(mBLOCK_M_nBLOCK_N_wWARPS_sSTAGES), {dtype}, B·N = 16384, Hq·D = 2048",
+                 fontsize=10, y=0.995)
+    meta = table.meta
+    footer = (f"{table.path.name}: " + " · ".join(
+        f"{k} {meta[k]}" for k in ("date", "git_commit", "command") if meta.get(k)))
+    fig.text(0.01, 0.004, footer, fontsize=7, va="bottom", ha="left", color="#444444")
+    rows = -(-len(handles) // 6) if handles else 0
+    fig.tight_layout(rect=(0, 0.2 / height, 1, 1 - (title_in + row_in * rows) / height))
+    return save_figure(fig, out_prefix)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("table", type=Path, help="tuning table (JSON) written by tune_step06")
+    ap.add_argument("-o", "--out", required=True, type=Path,
+                    help="output prefix; writes PREFIX.png and PREFIX.svg")
+    ap.add_argument("--dtype", default="bf16", choices=DTYPES)
+    ap.add_argument("--seqlen", type=int, nargs="+", help="only these sequence lengths")
+    ap.add_argument("--markdown", type=Path, help="also write the choices as a Markdown table")
+    args = ap.parse_args(argv)
+    try:
+        table = load_table(args.table)
+    except TableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for path in plot(table, args.out, args.dtype, args.seqlen):
+        print(path)
+    if args.markdown:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(choices_markdown(table, args.dtype, args.seqlen),
+                                 encoding="utf-8")
+        print(args.markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Tests of step 06's search-space figure (tools/book/plot_search_space.py), of what
+stage_book.py makes of the tuning tables, and of the facts of the tensor-core chapters
+(facts.py: SDPA, GEMM ceiling, causal target, tuning), on synthetic data.
+
+    python3 -m pytest tools/book/tests -q
+
+Every number here is made up; none is a measurement.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BOOK_TOOLS = Path(__file__).resolve().parents[1]
+REPO = BOOK_TOOLS.parents[1]
+sys.path[:0] = [str(BOOK_TOOLS), str(REPO / "tools"), str(REPO / "tools" / "tests")]
+
+import facts  # noqa: E402
+import flashsteps_results as fr  # noqa: E402
+import plot_search_space as pss  # noqa: E402
+import stage_book  # noqa: E402
+import synth  # noqa: E402
+
+HAS_MPL = importlib.util.find_spec("matplotlib") is not None
+CONFIGS = {64: ["m64_n64_w4_s2", "m128_n64_w4_s2", "m128_n64_w4_s3"],
+           128: ["m64_n32_w4_s2", "m128_n32_w8_s2", "m128_n64_w4_s2"]}
+
+
+def flops(n: int, d: int, causal: bool) -> int:
+    pairs = n * (n + 1) // 2 if causal else n * n
+    return 4 * (16384 // n) * (2048 // d) * d * pairs
+
+
+def synthetic_table(extra: list[dict] | None = None) -> dict:
+    """bf16 entries for D = 64 and 128, both masks, N = 1024 and 4096: configuration k of a
+    head dim runs at 100 * (k + 1) TFLOPS, so the last one is the fastest and the choice."""
+    entries = []
+    for d, configs in CONFIGS.items():
+        for causal in (False, True):
+            for n in (1024, 4096):
+                ms = {c: flops(n, d, causal) / (100e12 * (k + 1)) * 1e3
+                      for k, c in enumerate(configs)}
+                entries.append({"device": "Test GPU (synthetic)", "dtype": "bf16", "head_dim": d,
+                                "causal": causal, "seqlen_bucket": n, "choice": configs[-1],
+                                "median_ms": ms})
+    return {"format": pss.FORMAT,
+            "meta": {"command": "tune_step06 --out test.json", "date": "2000-01-01T00:00:00Z",
+                     "git_commit": "0000000synthetic"},
+            "entries": entries + (extra or [])}
+
+
+def write(path: Path, data: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+# --- the table and the FLOP rule ------------------------------------------------------------
+
+def test_flops_follow_the_course_rule_and_ms_become_tflops(tmp_path):
+    table = pss.load_table(write(tmp_path / "t.json", synthetic_table()))
+    assert len(table.entries) == 8 and table.devices == ["Test GPU (synthetic)"]
+    full = pss.Shape("bf16", 128, False, 4096)
+    causal = pss.Shape("bf16", 128, True, 4096)
+    assert (full.batch, full.heads) == (4, 16)
+    assert full.flops == 4 * 4 * 16 * 128 * 4096 * 4096
+    assert causal.flops == 4 * 4 * 16 * 128 * (4096 * 4097 // 2)
+    for e in table.entries:
+        for k, c in enumerate(CONFIGS[e.shape.head_dim]):
+            assert e.tflops(c) == pytest.approx(100.0 * (k + 1))
+        assert e.spread == pytest.approx(3.0)
+
+
+def test_choices_table(tmp_path):
+    table = pss.load_table(write(tmp_path / "t.json", synthetic_table()))
+    text = pss.choices_markdown(table, "bf16")
+    assert "| D, mask | N = 1024 | N = 4096 |" in text
+    assert "| 128, causal | `m128_n64_w4_s2` 300 (×3.00) | `m128_n64_w4_s2` 300 (×3.00) |" in text
+    assert "holds no fp16 entry" in pss.choices_markdown(table, "fp16")
+    # an entry outside the standard set (Hq * D = 2048 needs D | 2048) is counted, not drawn
+    odd = {"device": "Test GPU (synthetic)", "dtype": "bf16", "head_dim": 96, "causal": False,
+           "seqlen_bucket": 1024, "choice": "m64_n32_w4_s2", "median_ms": {"m64_n32_w4_s2": 1.0}}
+    table = pss.load_table(write(tmp_path / "u.json", synthetic_table([odd])))
+    assert len(table.standard("bf16")) == 8
+    assert "1 entries of the table are not standard-set shapes" in pss.choices_markdown(table, "bf16")
+
+
+@pytest.mark.parametrize("change, where", [
+    (lambda t: t.update(format="other/1"), "format"),
+    (lambda t: t["entries"][0].update(choice="m1_n2"), "choice"),
+    (lambda t: t["entries"][0].update(choice="m999_n64_w4_s2"), "has no time"),
+    (lambda t: t["entries"][0]["median_ms"].update(m64_n64_w4_s2=-1.0), "positive time"),
+    (lambda t: t["entries"][0].update(dtype="fp32"), "dtype"),
+    (lambda t: t["entries"][0].update(causal=1), "causal"),
+    (lambda t: t["entries"][0].pop("seqlen_bucket"), "seqlen_bucket"),
+])
+def test_malformed_tables_name_the_field(tmp_path, change, where):
+    data = synthetic_table()
+    change(data)
+    with pytest.raises(pss.TableError, match=where):
+        pss.load_table(write(tmp_path / "bad.json", data))
+
+
+def test_no_folder_no_tables(tmp_path):
+    assert pss.load_tables(tmp_path / "none") == []
+
+
+@pytest.mark.skipif(not HAS_MPL, reason="needs matplotlib")
+def test_plot_is_written_and_deterministic(tmp_path):
+    path = write(tmp_path / "t.json", synthetic_table())
+    assert pss.main([str(path), "-o", str(tmp_path / "a"), "--markdown",
+                     str(tmp_path / "a.md")]) == 0
+    assert pss.main([str(path), "-o", str(tmp_path / "b"), "--seqlen", "1024", "4096"]) == 0
+    for ext in (".svg", ".png"):
+        assert (tmp_path / f"a{ext}").read_bytes() == (tmp_path / f"b{ext}").read_bytes()
+    svg = (tmp_path / "a.svg").read_text()
+    assert "m128_n64_w4_s3" in svg and "chosen (fastest)" in svg and "head_dim 128, causal" in svg
+    assert "`m128_n64_w4_s3` 300" in (tmp_path / "a.md").read_text()
+    bad = write(tmp_path / "bad.json", {"format": "x"})
+    assert pss.main([str(bad), "-o", str(tmp_path / "c")]) == 2
+
+
+# --- stage_book ------------------------------------------------------------------------------
+
+def fake_repo(tmp_path: Path, table: dict | None) -> Path:
+    repo = tmp_path / "repo"
+    (repo / "steps" / "06_autotuned").mkdir(parents=True)
+    (repo / "steps" / "06_autotuned" / "step.cu").write_text("// step 06\n")
+    (repo / "tools" / "book").mkdir(parents=True)
+    (repo / "tools" / "book" / "plot_search_space.py").symlink_to(BOOK_TOOLS / "plot_search_space.py")
+    (repo / "tools" / "plot_results.py").symlink_to(REPO / "tools" / "plot_results.py")
+    (repo / "tools" / "flashsteps_results.py").symlink_to(REPO / "tools" / "flashsteps_results.py")
+    if table is not None:
+        write(repo / "steps" / "06_autotuned" / "tuned" / "test-gpu.json", table)
+    return repo
+
+
+def test_stage_without_a_table_says_not_measured(tmp_path):
+    repo = fake_repo(tmp_path, None)
+    gen, keep = tmp_path / "gen", set()
+    stage_book.generate_search_space(repo, gen, keep)
+    text = (gen / "steps" / "06_autotuned" / "search_space.md").read_text()
+    assert "Not measured yet" in text and "{figure}" not in text
+    assert keep == {gen / "steps" / "06_autotuned" / "search_space.md"}
+
+
+@pytest.mark.skipif(not HAS_MPL, reason="needs matplotlib")
+def test_stage_draws_every_table(tmp_path):
+    repo = fake_repo(tmp_path, synthetic_table())
+    gen, keep = tmp_path / "gen", set()
+    stage_book.generate_search_space(repo, gen, keep)
+    out = gen / "steps" / "06_autotuned"
+    text = (out / "search_space.md").read_text()
+    assert "/_generated/steps/06_autotuned/search_space_test-gpu.svg" in text
+    assert "N = 1024, 4096" in text and "`m128_n64_w4_s3` 300 (×3.00)" in text
+    assert (out / "search_space_test-gpu.svg").read_bytes().lstrip().startswith((b"<?xml", b"<svg"))
+    assert {out / "search_space_test-gpu.svg", out / "search_space_test-gpu.png"} <= keep
+
+
+def test_stage_fails_loudly_on_a_malformed_table(tmp_path):
+    repo = fake_repo(tmp_path, {"format": "flashsteps-step06-tuning/1", "entries": [{}]})
+    with pytest.raises(stage_book.StageError, match="tuning table"):
+        stage_book.generate_search_space(repo, tmp_path / "gen", set())
+
+
+# --- facts -----------------------------------------------------------------------------------
+
+def attention_entries(n_values=(4096, 8192), scale: float = 1.0):
+    out = []
+    for d in (64, 128):
+        for n in n_values:
+            for mask in ("full", "causal"):
+                out.append((f"attention/bf16/hd{d}/n{n}/{mask}", scale * (100.0 if mask == "full"
+                                                                          else 50.0), n, d))
+    return out
+
+
+def tensor_core_tree(root: Path) -> list[fr.Record]:
+    """Steps 04 and 05 and the SDPA flash baseline: step 05 = step 04 full, twice its causal
+    TFLOPS; SDPA at 125 TFLOPS full and 62.5 causal, so step 04 is 0.8 of it everywhere."""
+    gpu = root / synth.GPU
+    gpu.mkdir(parents=True)
+    files = {"step04": synth.bench_json("04", attention_entries()),
+             "step05": synth.bench_json("05", [(n, t * (2 if n.endswith("causal") else 1), s, d)
+                                               for n, t, s, d in attention_entries()]),
+             "sdpa-flash": synth.bench_json("sdpa-flash", attention_entries(scale=1.25))}
+    files["sdpa-flash"]["context"]["flashsteps_step_name"] = "PyTorch SDPA flash"
+    for name, data in files.items():
+        (gpu / f"{name}.json").write_text(json.dumps(data))
+    return fr.load_results(root)
+
+
+def test_sdpa_and_causal_facts(tmp_path):
+    records = tensor_core_tree(tmp_path / "r")
+    f = facts.facts(records, [], [], ["03", "04", "05", "06"])
+    assert "step 04 runs `attention/bf16/hd128/n4096/full` at 100 TFLOPS, 0.80 times PyTorch " \
+           "SDPA flash (125 TFLOPS)" in f["step04_sdpa"]
+    assert "across the 8 bf16 attention benchmarks that both ran" in f["step04_sdpa"]
+    assert "(geometric mean 0.80)" in f["step04_sdpa"]
+    assert "step 04 meets the course's target of at least 0.8 times PyTorch SDPA flash" \
+        in f["step04_sdpa_target"]
+    assert "not measured yet" in f["step06_sdpa_target"]
+    assert "at least 1.0 times" in f["step06_sdpa_target"]
+    # step 05's causal benchmarks run at twice step 04's TFLOPS: the target of 1.8 is met
+    assert "at N = 8192 (bf16), step 05 runs causal attention faster than step 04" \
+        in f["step05_causal_target"]
+    assert "at D = 64, 2.00 times (100 against 50.0 TFLOPS), which meets" in f["step05_causal_target"]
+    assert "at D = 128, 2.00 times" in f["step05_causal_target"]
+    assert "GEMM ceiling of that GPU is not measured yet" in f["step04_gemm"]
+    assert "not measured yet" in f["step06_tuning"]
+
+
+def test_causal_target_can_fall_short(tmp_path):
+    root = tmp_path / "r"
+    (root / synth.GPU).mkdir(parents=True)
+    for step, scale in (("04", 1.0), ("05", 1.5)):
+        data = synth.bench_json(step, attention_entries(scale=scale))
+        (root / synth.GPU / f"step{step}.json").write_text(json.dumps(data))
+    text = facts.causal_target(fr.load_results(root))
+    assert "1.50 times" in text and "falls short of the course's target of at least 1.8" in text
+
+
+def test_gemm_and_ceiling_facts(tmp_path):
+    root = synth.make_tree(tmp_path / "r")
+    (root / synth.GPU / "step04.json").write_text(json.dumps(synth.bench_json(
+        "04", [(synth.HEADLINE, 250.0, synth.N, synth.D)])))
+    records, ceilings = fr.load_results(root), fr.load_ceilings(root)
+    f = facts.facts(records, ceilings, [], ["03", "04"])
+    assert "step 04 runs `attention/bf16/hd128/n4096/full` at 250 TFLOPS: 50 % of the dense " \
+           "bf16 GEMM rate measured on the same GPU (500 TFLOP/s)" in f["step04_gemm"]
+    assert "the measured dense bf16 GEMM rate (500 TFLOP/s) is 10.0 times the measured fp32 " \
+           "FMA rate (50 TFLOP/s)" in f["ceilings_tc_vs_fma"]
+    assert "not measured yet" in facts.ceiling_ratio([])
+
+
+def test_tuning_fact(tmp_path):
+    table = pss.load_table(write(tmp_path / "test-gpu.json", synthetic_table()))
+    text = facts.facts([], [], [], ["05", "06"], [table])["step06_tuning"]
+    assert "`steps/06_autotuned/tuned/test-gpu.json`, tuned on 2000-01-01, commit " \
+           "`0000000synth`) holds 8 keys (bf16; head dims 64, 128)" in text
+    assert "use 2 of the 5 configurations it timed" in text
+    assert "from 3.00 to 3.00 times as fast as the slowest" in text
+
+
+def test_step_tables_from_step_04_on_show_the_baselines(tmp_path):
+    tensor_core_tree(tmp_path / "r")
+    gen, keep = tmp_path / "gen", set()
+    stage_book.generate_step_results(REPO, gen, tmp_path / "r", keep)
+    five = (gen / "steps" / "05_causal" / "results.md").read_text()
+    assert "PyTorch SDPA flash D=128 causal" in five and "62.5 (160%)" in five
+    three = (gen / "steps" / "03_online_softmax" / "results.md").read_text()
+    assert "PyTorch SDPA" not in three

@@ -1,0 +1,644 @@
+#!/usr/bin/env python3
+"""PyTorch SDPA on the FlashSteps standard problems, as baseline result files.
+
+Times ``torch.nn.functional.scaled_dot_product_attention`` with one backend at a time
+(``flash``: the FlashAttention-2 kernels built into PyTorch; ``cudnn``: cuDNN's fused
+attention; ``efficient``: the memory-efficient kernels) on the problems of
+``standard_problems()`` (common/include/flashsteps/problem.h): B * N = 16384 tokens,
+Hq = Hkv = 2048 / D, N = 512 ... 16384, D = 64 and 128, causal off and on, fp16 and bf16.
+
+Each backend gets one file in the Google Benchmark JSON that ``bench_stepNN`` writes:
+the same benchmark names (``attention/bf16/hd128/n4096/causal``), the same counters
+(TFLOPS, GBps, pct_peak, max_abs_err, rel_fro_err and the problem's shape) and the same
+context keys, with ``flashsteps_step`` set to a baseline id that is not a number
+(``sdpa-flash``, ``sdpa-cudnn``, ``sdpa-efficient``). tools/flashsteps_results.py treats
+such a step as a baseline: tools/plot_results.py draws it as a dashed reference line next
+to the steps, tools/results_table.py lists it after them (and, with ``--step NN
+--baselines``, as extra columns), tools/bench_summary.py as one more column.
+
+    python3 tools/sdpa_bench.py --results-dir results      # results/<gpu>/sdpa-flash.json ...
+    python3 tools/sdpa_bench.py --out /tmp/sdpa            # /tmp/sdpa/sdpa-flash.json ...
+    python3 tools/sdpa_bench.py --dtype bf16 --head-dim 128 --seqlen 4096 16384 \\
+        --backends flash cudnn --warmup 5 --reps 20
+
+How it measures, per problem: Q, K ~ N(0, 1) and V ~ N(0.5, 1) as our benchmark draws
+them (never zeros), from torch's generator seeded with the hash of the benchmark name
+that seeds ours (so the same seed, not the same numbers), in the standard set's BSHD
+memory layout, passed to SDPA as [B, H, N, D] views (``--layout bhsd``: contiguous
+[B, H, N, D] tensors).  Per backend: one call checked against a float64 reference on
+five query rows of every (batch, head) (its errors are the max_abs_err and rel_fro_err
+counters), ``--warmup`` untimed calls, then ``--reps`` calls, each between two CUDA
+events, enqueued back to back (so Python's dispatch time is hidden behind the GPU work;
+our benchmark waits for each call); TFLOPS comes from the median.  Q, K, V and O of a
+standard problem fill 256 MiB, several times an L2, so the inputs are not rotated as
+ours are.
+A backend that cannot run a problem (dtype, head size, GPU, PyTorch build) gets an
+entry with ``error_occurred`` and PyTorch's reasons, like a skipped step benchmark.
+
+PyTorch is optional and never a build or test dependency of FlashSteps: this tool
+imports it only inside the functions that measure (its other parts, tested in
+tools/tests, need the standard library alone).  Run it where a CUDA (or ROCm) build of
+PyTorch is installed; it needs nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+TOKENS = 16384       # B * N of every standard problem
+WIDTH = 2048         # Hq * D of every standard problem
+SEQLENS = (512, 1024, 2048, 4096, 8192, 16384)
+HEAD_DIMS = (64, 128)
+DTYPES = ("fp16", "bf16")
+LAYOUTS = ("bshd", "bhsd")
+REPO = Path(__file__).resolve().parents[1]
+
+# Dense fp16/bf16 tensor-core FLOP per clock per SM (CU), as common/src/harness.cu uses
+# for the pct_peak counter: sm_80, sm_90; gfx90a, gfx94x.
+PEAK_FLOP_PER_CLK = {"sm_80": 2048.0, "sm_90": 4096.0, "gfx90a": 1024.0, "gfx94": 2048.0}
+
+# Errors above these (those of common/src/compare.cpp) are reported on the console.
+TOLERANCE = {"fp16": (2e-3, 1e-3), "bf16": (1.6e-2, 8e-3)}  # (max abs x max(1,|ref|), rel Frobenius)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One SDPA backend and how its results are labelled."""
+
+    key: str        # command-line name
+    step: str       # flashsteps_step of its result file (a baseline id: not a number)
+    label: str      # flashsteps_step_name: the legend and table label
+    member: str     # torch.nn.attention.SDPBackend member
+    old_flag: str   # keyword of the older torch.backends.cuda.sdp_kernel()
+    what: str       # the kernels behind it, in words
+
+    @property
+    def filename(self) -> str:
+        return f"{self.step}.json"
+
+
+BACKENDS = {
+    "flash": Backend("flash", "sdpa-flash", "PyTorch SDPA flash", "FLASH_ATTENTION",
+                     "enable_flash", "FlashAttention-2 kernels compiled into PyTorch"),
+    "cudnn": Backend("cudnn", "sdpa-cudnn", "PyTorch SDPA cuDNN", "CUDNN_ATTENTION",
+                     "enable_cudnn", "cuDNN fused attention"),
+    "efficient": Backend("efficient", "sdpa-efficient", "PyTorch SDPA efficient",
+                         "EFFICIENT_ATTENTION", "enable_mem_efficient",
+                         "memory-efficient attention kernels (CUTLASS based)"),
+}
+
+
+class Unavailable(Exception):
+    """The backend cannot run this problem here; the message says why."""
+
+
+# ----------------------------------------------------------------------------- problems
+
+@dataclass(frozen=True)
+class Problem:
+    """One standard problem: Hkv = Hq and Nq = Nk."""
+
+    dtype: str
+    head_dim: int
+    seqlen: int
+    causal: bool
+
+    @property
+    def batch(self) -> int:
+        return TOKENS // self.seqlen
+
+    @property
+    def heads(self) -> int:
+        return WIDTH // self.head_dim
+
+    @property
+    def name(self) -> str:
+        """The benchmark name bench_stepNN gives the same problem."""
+        return (f"attention/{self.dtype}/hd{self.head_dim}/n{self.seqlen}/"
+                f"{'causal' if self.causal else 'full'}")
+
+    @property
+    def elem_bytes(self) -> int:
+        return 2  # fp16 and bf16
+
+
+def standard_problems(dtypes: Iterable[str] = DTYPES, head_dims: Iterable[int] = HEAD_DIMS,
+                      seqlens: Iterable[int] = SEQLENS, causal: Iterable[bool] = (False, True),
+                      name_filter: str | None = None) -> list[Problem]:
+    """The problems in the order bench_stepNN runs them: dtype, D, mask, then N."""
+    out = []
+    for dtype in dtypes:
+        for d in head_dims:
+            for c in causal:
+                for n in seqlens:
+                    p = Problem(dtype, d, n, c)
+                    if not name_filter or name_filter in p.name:
+                        out.append(p)
+    return out
+
+
+def seed_from_name(text: str) -> int:
+    """The seed of a benchmark name: seed_from_name() of common/src/problem.cpp, bit for
+    bit (FNV-1a over the UTF-8 bytes, with that function's start value)."""
+    h = 1469598103934665603
+    for byte in text.encode("utf-8"):
+        h = ((h ^ byte) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def visible_pairs(seqlen: int, causal: bool) -> int:
+    """(query, key) pairs that are not masked for Nq = Nk; causal counts the diagonal."""
+    return seqlen * (seqlen + 1) // 2 if causal else seqlen * seqlen
+
+
+def flops(p: Problem) -> float:
+    """4 * B * Hq * D * visible pairs, as attention_flops() (common/src/attention.cpp)."""
+    return 4.0 * p.batch * p.heads * p.head_dim * visible_pairs(p.seqlen, p.causal)
+
+
+def min_bytes(p: Problem) -> float:
+    """Q, K, V read and O written once, plus the fp32 LSE, as attention_min_bytes() with
+    the LSE our benchmark requests. SDPA does not hand its LSE back; counting it anyway
+    keeps GBps proportional to TFLOPS across our files and these."""
+    elems = p.batch * p.heads * p.seqlen * p.head_dim
+    return p.elem_bytes * 4.0 * elems + 4.0 * p.batch * p.heads * p.seqlen
+
+
+def check_rows(seqlen: int) -> list[int]:
+    """Query rows checked against the reference, as check_rows() of our benchmark: row 0
+    (one visible key under the causal mask), row 1, two inside rows and the last row."""
+    rows = {0, min(1, seqlen - 1), seqlen // 3, 2 * seqlen // 3 + 1, seqlen - 1}
+    return sorted(r for r in rows if 0 <= r < seqlen)
+
+
+def refusal_reason(warning_texts: list[str], error: str) -> str:
+    """One line from what SDPA says when it refuses: per backend a warning "<X> kernel not
+    used because:", then one per reason ("... has been runtime disabled" for the backends
+    we switched off), each ending "(Triggered internally at <file>:<line>.)", then the error
+    ("No available kernel. Aborting execution."). Keeps the reasons and the error."""
+    kept = []
+    for text in [*warning_texts, error]:
+        text = " ".join(re.sub(r"\(Triggered internally at [^)]*\)", "", text).split())
+        if (text and not text.endswith("not used because:")
+                and "has been runtime disabled" not in text
+                and "deprecated" not in text.lower() and text not in kept):
+            kept.append(text)
+    return " ".join(kept) or "refused by SDPA (no reason given)"
+
+
+def peak_tflops(arch: str, units: int, max_clock_mhz: float) -> float:
+    """Dense fp16/bf16 tensor-core peak, 0 when the architecture is not in the table."""
+    per_clk = PEAK_FLOP_PER_CLK.get(arch) or PEAK_FLOP_PER_CLK.get(arch[:5], 0.0)
+    return per_clk * units * max_clock_mhz * 1e6 / 1e12
+
+
+# ----------------------------------------------------------------------------- JSON
+
+def shape_counters(p: Problem) -> dict[str, float]:
+    return {"batch": float(p.batch), "heads_q": float(p.heads), "heads_kv": float(p.heads),
+            "seqlen_q": float(p.seqlen), "seqlen_k": float(p.seqlen),
+            "head_dim": float(p.head_dim), "causal": float(p.causal)}
+
+
+def entries_for(p: Problem, times_ms: list[float], errors: dict[str, float] | None = None,
+                peak: float = 0.0) -> list[dict[str, Any]]:
+    """Google Benchmark aggregate entries (mean, median, stddev, cv) of one timed problem.
+    Throughput counters come from the mean and the median time; the loader reads the
+    median."""
+    if not times_ms or any(not (math.isfinite(t) and t > 0) for t in times_ms):
+        raise ValueError(f"{p.name}: times must be positive and finite, got {times_ms!r}")
+    run_name = f"{p.name}/repeats:{len(times_ms)}/manual_time"
+    mean, median = statistics.fmean(times_ms), statistics.median(times_ms)
+    stdev = statistics.stdev(times_ms) if len(times_ms) > 1 else 0.0
+
+    def entry(agg: str, value: float, unit: str, counters: dict[str, float]) -> dict:
+        return {"name": f"{run_name}_{agg}", "run_name": run_name, "run_type": "aggregate",
+                "repetitions": len(times_ms), "threads": 1, "aggregate_name": agg,
+                "aggregate_unit": unit, "iterations": len(times_ms), "real_time": value,
+                "cpu_time": value, "time_unit": "ms", **counters}
+
+    def throughput(ms: float) -> dict[str, float]:
+        tf = flops(p) / (ms / 1e3) / 1e12
+        out = {"TFLOPS": tf, "GBps": min_bytes(p) / (ms / 1e3) / 1e9}
+        if peak > 0:
+            out["pct_peak"] = 100.0 * tf / peak
+        return {**out, **(errors or {}), **shape_counters(p)}
+
+    return [entry("mean", mean, "time", throughput(mean)),
+            entry("median", median, "time", throughput(median)),
+            entry("stddev", stdev, "time", {}),
+            entry("cv", stdev / mean, "percentage", {})]
+
+
+def skipped_entry(p: Problem, message: str) -> dict[str, Any]:
+    """An entry for a problem the backend did not run (what SkipWithError writes)."""
+    return {"name": p.name, "run_name": p.name, "run_type": "iteration", "repetitions": 1,
+            "repetition_index": 0, "threads": 1, "error_occurred": True,
+            "error_message": message, "iterations": 0, "real_time": 0.0, "cpu_time": 0.0,
+            "time_unit": "ms"}
+
+
+def backend_context(backend: Backend, device: dict[str, str], settings: dict[str, str]) -> dict:
+    """The file's context: the device keys our benchmark writes plus the baseline's own."""
+    ctx: dict[str, Any] = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host_name": socket.gethostname(),
+        "executable": "tools/sdpa_bench.py",
+        "num_cpus": os.cpu_count() or 0,
+    }
+    if hasattr(os, "getloadavg"):
+        ctx["load_avg"] = list(os.getloadavg())
+    ctx.update(device)
+    ctx.update({"flashsteps_step": backend.step, "flashsteps_step_name": backend.label,
+                "flashsteps_baseline": "pytorch-sdpa", "sdpa_backend": backend.key,
+                "sdpa_kernels": backend.what})
+    ctx.update(settings)
+    return ctx
+
+
+def document(context: dict, entries: list[dict]) -> dict:
+    return {"context": context, "benchmarks": entries}
+
+
+def write_json(path: Path, doc: dict) -> None:
+    """Writes through a temporary file, so a run cut short leaves the last whole file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def slugify(text: str) -> str:
+    """The GPU folder name bench_stepNN --results-dir uses ("NVIDIA H200" -> nvidia-h200)."""
+    out = ""
+    for c in text:
+        if c.isascii() and c.isalnum():
+            out += c.lower()
+        elif out and out[-1] != "-":
+            out += "-"
+    return out.strip("-")
+
+
+def fmt_cell(tflops: float | None, note: str = "") -> str:
+    return f"{'skipped' if tflops is None else f'{tflops:8.1f}'}{note}"
+
+
+# ----------------------------------------------------------------------------- command line
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="PyTorch is needed only to measure; see the module docstring.")
+    ap.add_argument("--dtype", nargs="+", default=list(DTYPES), choices=DTYPES)
+    ap.add_argument("--head-dim", nargs="+", type=int, default=list(HEAD_DIMS), choices=HEAD_DIMS)
+    ap.add_argument("--seqlen", nargs="+", type=int, default=list(SEQLENS),
+                    help="sequence lengths: powers of two from 1 to 16384 (B = 16384 / N)")
+    ap.add_argument("--causal", nargs="+", default=["off", "on"], choices=["off", "on"])
+    ap.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
+    out = ap.add_mutually_exclusive_group()
+    out.add_argument("--out", type=Path, metavar="DIR",
+                     help="write DIR/sdpa-<backend>.json (one file per backend)")
+    out.add_argument("--results-dir", type=Path, metavar="DIR",
+                     help="write DIR/<gpu>/sdpa-<backend>.json, beside bench_stepNN's files")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
+    ap.add_argument("--reps", type=_positive, default=20,
+                    help="timed calls; TFLOPS from their median (default 20)")
+    ap.add_argument("--filter", help="only benchmarks whose name contains this text")
+    ap.add_argument("--layout", choices=LAYOUTS, default="bshd",
+                    help="memory layout of Q, K, V: bshd (the standard set's, default) or bhsd")
+    ap.add_argument("--no-check", action="store_true",
+                    help="skip the float64 spot check (no error counters)")
+    args = ap.parse_args(argv)
+    bad = [n for n in args.seqlen if n <= 0 or TOKENS % n]
+    if bad:
+        ap.error(f"--seqlen {bad[0]}: must divide {TOKENS} (a power of two up to {TOKENS})")
+    if args.warmup < 0:
+        ap.error("--warmup must be >= 0")
+    return args
+
+
+def selected_problems(args: argparse.Namespace) -> list[Problem]:
+    causal = [c == "on" for c in ("off", "on") if c in args.causal]
+    dtypes = [d for d in DTYPES if d in args.dtype]
+    return standard_problems(dtypes, sorted(set(args.head_dim)), sorted(set(args.seqlen)),
+                             causal, args.filter)
+
+
+def output_dir(args: argparse.Namespace, gpu_name: str) -> Path | None:
+    if args.out is not None:
+        return args.out
+    if args.results_dir is not None:
+        return args.results_dir / slugify(gpu_name)
+    return None
+
+
+# ----------------------------------------------------------------------------- measuring
+# Everything below imports torch, lazily.
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"],
+                              cwd=REPO, capture_output=True, text=True, check=True,
+                              timeout=20).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _nvidia_smi(uuid: str | None) -> dict[str, str]:
+    """Driver and clocks of the GPU from nvidia-smi ({} when it is not there)."""
+    fields = ("driver_version", "clocks.max.sm", "clocks.max.mem", "clocks.sm", "clocks.mem")
+    cmd = ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
+    if uuid:
+        cmd.append(f"--id={uuid if uuid.startswith('GPU-') else 'GPU-' + uuid}")
+    try:
+        lines = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                               timeout=30).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        if uuid:  # an older nvidia-smi or a UUID it does not know: the first GPU will do
+            return _nvidia_smi(None)
+        return {}
+    if not lines:
+        return {}
+    values = [v.strip() for v in lines[0].split(",")]
+    if len(values) != len(fields):
+        return {}
+    raw = dict(zip(fields, values))
+    keys = {"driver_version": "driver_version", "clocks.max.sm": "gpu_max_clock_mhz",
+            "clocks.max.mem": "gpu_mem_clock_mhz", "clocks.sm": "sm_clock_mhz_at_start",
+            "clocks.mem": "mem_clock_mhz_at_start"}
+    return {keys[f]: v for f, v in raw.items() if v and not v.startswith("[")}
+
+
+def device_context(torch) -> tuple[dict[str, str], float]:
+    """Context keys describing the current device, and its tensor-core peak (0: unknown)."""
+    dev = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(dev)
+    hip = getattr(torch.version, "hip", None)
+    ctx = {"gpu_name": torch.cuda.get_device_name(dev),
+           "sm_count": str(props.multi_processor_count),
+           "torch_version": str(torch.__version__), "git_commit": _git_commit()}
+    if hip:
+        ctx["gpu_vendor"] = "amd"
+        ctx["gpu_arch"] = str(getattr(props, "gcnArchName", "unknown")).split(":")[0]
+        ctx["runtime_version"] = "HIP " + ".".join(str(hip).split(".")[:2])
+        ctx["driver_version"] = "unknown"
+        try:
+            ctx["driver_version"] = Path("/sys/module/amdgpu/version").read_text().strip()
+        except OSError:
+            pass
+    else:
+        ctx["gpu_vendor"] = "nvidia"
+        ctx["gpu_arch"] = f"sm_{props.major}{props.minor}"
+        ctx["runtime_version"] = f"CUDA {torch.version.cuda}"
+        uuid = getattr(props, "uuid", None)
+        ctx.update(_nvidia_smi(str(uuid) if uuid else None))
+        ctx.setdefault("driver_version", "unknown")
+    ctx["runtime_version_note"] = "the runtime PyTorch was built with (torch.version)"
+    l2 = getattr(props, "L2_cache_size", None)
+    if l2:
+        ctx["l2_bytes"] = str(l2)
+    try:
+        cudnn = torch.backends.cudnn.version()
+        if cudnn:
+            ctx["cudnn_version"] = str(cudnn)
+    except Exception:  # noqa: BLE001 - no cuDNN in this build; not an error
+        pass
+    peak = 0.0
+    try:
+        peak = peak_tflops(ctx["gpu_arch"], props.multi_processor_count,
+                           float(ctx.get("gpu_max_clock_mhz", "0")))
+    except ValueError:
+        pass
+    if peak > 0:
+        ctx["peak_tc_tflops"] = f"{peak:.6f}"
+    return ctx, peak
+
+
+def sdpa_context(torch, backend: Backend):
+    """A context manager that lets SDPA use ``backend`` alone. Raises Unavailable when this
+    PyTorch has no such backend."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:  # PyTorch < 2.3: the older, now deprecated switch
+        flags = {"enable_flash": False, "enable_math": False, "enable_mem_efficient": False}
+        flags[backend.old_flag] = True
+        try:
+            return torch.backends.cuda.sdp_kernel(**flags)
+        except TypeError as exc:
+            raise Unavailable(f"PyTorch {torch.__version__} has no {backend.key} SDPA "
+                              f"backend ({exc})") from None
+    member = getattr(SDPBackend, backend.member, None)
+    if member is None:
+        raise Unavailable(f"PyTorch {torch.__version__} has no SDPBackend.{backend.member}")
+    return sdpa_kernel([member])
+
+
+def make_inputs(torch, p: Problem, layout: str):
+    """Q, K, V as [B, H, N, D] tensors (views of [B, N, H, D] storage for bshd)."""
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[p.dtype]
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(seed_from_name(p.name) & 0x7FFFFFFFFFFFFFFF)
+    shape = (p.batch, p.seqlen, p.heads, p.head_dim) if layout == "bshd" else \
+        (p.batch, p.heads, p.seqlen, p.head_dim)
+    out = []
+    for offset in (0.0, 0.0, 0.5):  # V is offset so O stays away from zero (as ours)
+        t = torch.randn(shape, device="cuda", dtype=torch.float32, generator=gen)
+        t = (t + offset).to(dtype)
+        out.append(t.transpose(1, 2) if layout == "bshd" else t)
+    return out
+
+
+def reference_rows(torch, q, k, v, causal: bool, rows: list[int]):
+    """float64 attention output at query ``rows`` of every (batch, head): [B, H, r, D]."""
+    idx = torch.tensor(rows, device=q.device)
+    qr = q.index_select(2, idx).double()
+    s = torch.matmul(qr, k.double().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    if causal:  # key j is visible to query i when j <= i (Nq = Nk: both corners agree)
+        keys = torch.arange(k.shape[2], device=q.device)
+        s = s.masked_fill(keys[None, :] > idx[:, None], float("-inf"))
+    return torch.matmul(torch.softmax(s, dim=-1), v.double())
+
+
+def error_counters(torch, out, ref, rows: list[int]) -> dict[str, float]:
+    """max_abs_err and rel_fro_err of ``out`` at ``rows`` (as compare() in compare.cpp),
+    plus the largest |reference| for the tolerance. Raises Unavailable on NaN or inf."""
+    idx = torch.tensor(rows, device=out.device)
+    o = out.index_select(2, idx).double()
+    diff = o - ref
+    ref2 = float(torch.sum(ref * ref))
+    diff2 = float(torch.sum(diff * diff))
+    if not bool(torch.isfinite(o).all()):
+        raise Unavailable("MISMATCH: NaN or inf in the output at the checked rows")
+    return {"max_abs_err": float(diff.abs().max()),
+            "rel_fro_err": math.sqrt(diff2 / ref2) if ref2 > 0 else math.sqrt(diff2),
+            "_max_abs_ref": float(ref.abs().max())}
+
+
+def run_backend(torch, backend: Backend, q, k, v, causal: bool, warmup: int, reps: int):
+    """One checked call, ``warmup`` calls, then ``reps`` timed calls. Returns (first output,
+    times in ms). Raises Unavailable when SDPA refuses the backend for these inputs."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    # is_causal=True is SDPA's top-left causal mask; for Nq = Nk it is the same as the
+    # bottom-right mask of the standard set (Mask::causal_bottom_right).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with sdpa_context(torch, backend):  # one context per use: they are generators
+                first = sdpa(q, k, v, is_causal=causal)
+                torch.cuda.synchronize()
+        except Unavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any refusal becomes a skipped entry
+            oom = getattr(torch.cuda, "OutOfMemoryError", ())
+            if oom and isinstance(exc, oom):
+                raise Unavailable(f"out of memory: {str(exc).splitlines()[0]}") from None
+            last = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise Unavailable(refusal_reason([str(w.message) for w in caught], last)) from None
+    with sdpa_context(torch, backend):
+        for _ in range(warmup):
+            sdpa(q, k, v, is_causal=causal)
+        if hasattr(torch.cuda, "_sleep"):
+            torch.cuda._sleep(2_000_000)  # keeps the GPU busy while the timed calls queue up
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(reps)]
+        for start, stop in events:
+            start.record()
+            sdpa(q, k, v, is_causal=causal)  # a new output each call, never reused
+            stop.record()
+        torch.cuda.synchronize()
+    return first, [start.elapsed_time(stop) for start, stop in events]
+
+
+def _validate(paths: list[Path]) -> list[str]:
+    """Loads the written files with the results loader; returns the problems found."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import flashsteps_results as fr
+    except ImportError:
+        return []
+    problems = []
+    for path in paths:
+        try:
+            fr.load_file(path)
+        except fr.ResultsError as exc:
+            problems.append(str(exc))
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        print("error: PyTorch is not installed here; sdpa_bench.py needs a CUDA or ROCm "
+              "build of torch (nothing else)", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("No GPU visible to PyTorch: SDPA not benchmarked.")
+        return 0
+    problems = selected_problems(args)
+    if not problems:
+        print("No problem matches the selection.", file=sys.stderr)
+        return 2
+    backends = [BACKENDS[b] for b in BACKENDS if b in args.backends]
+    device, peak = device_context(torch)
+    settings = {"sdpa_layout": args.layout, "sdpa_warmup": str(args.warmup),
+                "sdpa_reps": str(args.reps),
+                "sdpa_timing": f"CUDA events around each call, {args.reps} calls enqueued "
+                               f"back to back after {args.warmup} warm-ups; median",
+                "sdpa_check": "off" if args.no_check else
+                              "float64 reference, query rows 0, 1, N/3, 2N/3+1, N-1 of every "
+                              "(batch, head)"}
+    contexts = {b.key: backend_context(b, device, settings) for b in backends}
+    entries: dict[str, list[dict]] = {b.key: [] for b in backends}
+    out_dir = output_dir(args, device["gpu_name"])
+    paths = {b.key: out_dir / b.filename for b in backends} if out_dir else {}
+
+    print(f"PyTorch {torch.__version__} on {device['gpu_name']} ({device['gpu_arch']}, "
+          f"{device['runtime_version']}); TFLOPS, median of {args.reps}; layout {args.layout}")
+    width = max(len(p.name) for p in problems)
+    print(f"{'benchmark':<{width}}" + "".join(f"  {b.key:>14}" for b in backends))
+    notes: list[str] = []
+    over_tolerance = 0
+    for p in problems:
+        try:
+            q, k, v = make_inputs(torch, p, args.layout)
+        except RuntimeError as exc:  # out of memory for the inputs: every backend skips
+            msg = f"inputs not allocated: {str(exc).splitlines()[0]}"
+            for b in backends:
+                entries[b.key].append(skipped_entry(p, msg))
+            print(f"{p.name:<{width}}  {msg}")
+            continue
+        rows = check_rows(p.seqlen)
+        ref = None
+        if not args.no_check:
+            try:
+                ref = reference_rows(torch, q, k, v, p.causal, rows)
+            except RuntimeError as exc:  # out of memory: time without the check
+                print(f"{p.name}: no spot check ({str(exc).splitlines()[0]})")
+        cells = []
+        for b in backends:
+            errors, mark = None, " "
+            try:
+                out, times = run_backend(torch, b, q, k, v, p.causal, args.warmup, args.reps)
+                if ref is not None:
+                    errors = error_counters(torch, out, ref, rows)
+            except Unavailable as exc:
+                entries[b.key].append(skipped_entry(p, str(exc)))
+                if str(exc) not in notes:
+                    notes.append(str(exc))
+                cells.append(fmt_cell(None, f"[{notes.index(str(exc)) + 1}]").rjust(14))
+                continue
+            if errors is not None:
+                abs_tol, rel_tol = TOLERANCE[p.dtype]
+                ref_max = errors.pop("_max_abs_ref")
+                if not (errors["max_abs_err"] <= abs_tol * max(1.0, ref_max)
+                        and errors["rel_fro_err"] <= rel_tol):
+                    mark, over_tolerance = "!", over_tolerance + 1
+            del out
+            new = entries_for(p, times, errors, peak)
+            entries[b.key].extend(new)
+            cells.append(fmt_cell(new[1]["TFLOPS"], mark).rjust(14))
+        print(f"{p.name:<{width}}" + "".join(f"  {c}" for c in cells), flush=True)
+        del q, k, v, ref
+        for b in backends:  # after every problem, so a run cut short keeps what it measured
+            if b.key in paths:
+                write_json(paths[b.key], document(contexts[b.key], entries[b.key]))
+    for i, note in enumerate(notes, 1):
+        print(f"[{i}] skipped: {note}")
+    if over_tolerance:
+        print(f"! = error above the FlashSteps tolerance of the dtype ({over_tolerance} "
+              "entries; see max_abs_err and rel_fro_err)")
+    if paths:
+        bad = _validate(list(paths.values()))
+        for problem in bad:
+            print(f"error: written file does not load: {problem}", file=sys.stderr)
+        for path in paths.values():
+            print(f"results: {path}")
+        if bad:
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""Tests for tools/sdpa_bench.py's parts that need no PyTorch (problems, FLOP counts, the
+JSON it writes) and for the results tools reading its files as baselines. Every number is
+made up; none is a measurement."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOLS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TOOLS))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import flashsteps_results as fr  # noqa: E402
+import results_table  # noqa: E402
+import sdpa_bench as sb  # noqa: E402
+import synth  # noqa: E402
+
+DEVICE = {"gpu_vendor": "nvidia", "gpu_name": synth.GPU_NAME, "gpu_arch": "sm_00",
+          "sm_count": "8", "driver_version": "0.0.test", "runtime_version": "CUDA 0.0",
+          "torch_version": "0.0+synthetic", "git_commit": "0000000sdpa"}
+# Median TFLOPS per backend are these multiples of the problem's FLOP count per ms.
+SPEED = {"flash": 3.0, "cudnn": 4.0, "efficient": 2.0}
+
+
+def run_tool(script: str, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(TOOLS / script), *map(str, args)],
+                          capture_output=True, text=True, check=False)
+
+
+def sdpa_files(folder: Path, problems: list[sb.Problem]) -> dict[str, Path]:
+    """Writes one synthetic file per backend with sdpa_bench's own writers: times chosen
+    so the median gives SPEED[backend] * flops / 1e12 TFLOPS; cuDNN skips causal D=64."""
+    paths = {}
+    for key, backend in sb.BACKENDS.items():
+        entries = []
+        for p in problems:
+            if key == "cudnn" and p.causal and p.head_dim == 64:
+                entries.append(sb.skipped_entry(p, "synthetic: cuDNN not used because ..."))
+                continue
+            median_ms = 1e3 / SPEED[key]
+            times = [median_ms * f for f in (1.3, 0.9, 1.0, 1.1, 1.0)]
+            entries += sb.entries_for(p, times, {"max_abs_err": 1e-3, "rel_fro_err": 2e-4},
+                                      peak=100.0)
+        ctx = sb.backend_context(backend, DEVICE, {"sdpa_layout": "bshd"})
+        paths[key] = folder / backend.filename
+        sb.write_json(paths[key], sb.document(ctx, entries))
+    return paths
+
+
+@pytest.fixture()
+def tree(tmp_path: Path) -> Path:
+    """Steps 01-03 from synth plus the three SDPA baselines, for one synthetic GPU."""
+    root = synth.make_tree(tmp_path / "results", ceilings=False, ncu=False)
+    problems = [sb.Problem("bf16", 128, n, c) for n in (1024, 4096) for c in (False, True)]
+    problems += [sb.Problem("bf16", 64, 4096, c) for c in (False, True)]
+    sdpa_files(root / synth.GPU, problems)
+    return root
+
+
+# --- problems and counts ---------------------------------------------------------------
+
+def test_standard_problems_match_the_benchmark_set():
+    ps = sb.standard_problems()
+    assert len(ps) == 2 * 2 * 2 * 6
+    assert ps[0].name == "attention/fp16/hd64/n512/full"
+    assert ps[-1].name == "attention/bf16/hd128/n16384/causal"
+    assert [p.seqlen for p in ps[:6]] == list(sb.SEQLENS)
+    for p in ps:
+        assert p.batch * p.seqlen == 16384 and p.heads * p.head_dim == 2048
+        fields = fr.parse_name(p.name)  # the loader's pattern for our benchmark names
+        assert (fields["dtype"], fields["head_dim"], fields["seqlen"], fields["mask"]) == \
+            (p.dtype, p.head_dim, p.seqlen, "causal" if p.causal else "full")
+    assert [p.name for p in sb.standard_problems(name_filter="hd128/n4096/")] == [
+        "attention/fp16/hd128/n4096/full", "attention/fp16/hd128/n4096/causal",
+        "attention/bf16/hd128/n4096/full", "attention/bf16/hd128/n4096/causal"]
+
+
+def test_flops_and_bytes():
+    assert sb.visible_pairs(4, False) == 16 and sb.visible_pairs(4, True) == 10
+    p = sb.Problem("bf16", 128, 4096, True)
+    assert sb.flops(p) == 4.0 * 4 * 16 * 128 * (4096 * 4097 // 2)
+    assert sb.flops(sb.Problem("bf16", 128, 4096, False)) == 4.0 * 4 * 16 * 128 * 4096 ** 2
+    elems = 16384 * 2048
+    assert sb.min_bytes(p) == 2 * 4 * elems + 4 * 4 * 16 * 4096
+
+
+def test_seed_is_seed_from_name_of_problem_cpp():
+    # FNV-1a steps from problem.cpp's start value 1469598103934665603 (sic, as in the C++).
+    assert sb.seed_from_name("") == 1469598103934665603
+    h = ((1469598103934665603 ^ ord("a")) * 1099511628211) % 2 ** 64
+    assert sb.seed_from_name("a") == h
+    assert sb.seed_from_name("attention/bf16/hd64/n512/full") != \
+        sb.seed_from_name("attention/bf16/hd64/n512/causal")
+
+
+def test_check_rows_and_peak():
+    assert sb.check_rows(4096) == [0, 1, 1365, 2731, 4095]
+    assert sb.check_rows(1) == [0]
+    assert sb.peak_tflops("sm_90", 132, 1980) == pytest.approx(1070.53056)  # as the bench
+    assert sb.peak_tflops("gfx942", 304, 2100) == pytest.approx(2048 * 304 * 2100e6 / 1e12)
+    assert sb.peak_tflops("sm_75", 40, 1500) == 0.0
+
+
+def test_refusal_reason_keeps_the_reasons():
+    # The shape of PyTorch 2.11's messages when the flash backend refuses fp32 inputs.
+    warned = [
+        "Memory efficient kernel not used because: (Triggered internally at x/sdp_utils.cpp:986.)",
+        "Memory Efficient attention has been runtime disabled. (Triggered internally at "
+        "x/sdp_utils_cpp.h:552.)",
+        "Flash attention kernel not used because: (Triggered internally at x/sdp_utils.cpp:988.)",
+        "Expected query, key and value to all be of dtype: {Half, BFloat16}. Got Query dtype: "
+        "float instead. (Triggered internally at x/sdp_utils_cpp.h:91.)",
+        "torch.backends.cuda.sdp_kernel() is deprecated.",
+    ]
+    assert sb.refusal_reason(warned, "No available kernel. Aborting execution.") == (
+        "Expected query, key and value to all be of dtype: {Half, BFloat16}. Got Query dtype: "
+        "float instead. No available kernel. Aborting execution.")
+    assert sb.refusal_reason([], "") == "refused by SDPA (no reason given)"
+
+
+def test_slug_matches_the_bench_and_loader():
+    for name in ("NVIDIA H200", "NVIDIA H100 80GB HBM3", "AMD Instinct MI300X"):
+        assert sb.slugify(name) == fr.slugify(name)
+    assert sb.slugify("NVIDIA H200") == "nvidia-h200"
+
+
+# --- command line ----------------------------------------------------------------------
+
+def test_parse_args_defaults_and_selection():
+    args = sb.parse_args([])
+    assert len(sb.selected_problems(args)) == 48 and args.reps == 20 and args.warmup == 5
+    assert args.backends == ["flash", "cudnn", "efficient"] and sb.output_dir(args, "x") is None
+    args = sb.parse_args(["--dtype", "bf16", "--head-dim", "128", "--seqlen", "8192", "1024",
+                          "--causal", "on", "--backends", "cudnn", "--out", "/tmp/o"])
+    assert [p.name for p in sb.selected_problems(args)] == [
+        "attention/bf16/hd128/n1024/causal", "attention/bf16/hd128/n8192/causal"]
+    assert sb.output_dir(args, "NVIDIA H200") == Path("/tmp/o")
+    args = sb.parse_args(["--results-dir", "res"])
+    assert sb.output_dir(args, "NVIDIA H200") == Path("res/nvidia-h200")
+
+
+@pytest.mark.parametrize("argv", [["--seqlen", "1000"], ["--seqlen", "32768"], ["--reps", "0"],
+                                  ["--head-dim", "96"], ["--out", "a", "--results-dir", "b"]])
+def test_parse_args_rejects(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        sb.parse_args(argv)
+    assert exc.value.code == 2
+
+
+def test_main_without_torch(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "torch", None)  # makes "import torch" fail
+    assert sb.main(["--out", "/nonexistent/never-written"]) == 2
+    assert "PyTorch is not installed" in capsys.readouterr().err
+
+
+def test_help_runs_without_torch():
+    proc = run_tool("sdpa_bench.py", "--help")
+    assert proc.returncode == 0 and "--backends" in proc.stdout
+
+
+# --- the JSON it writes ----------------------------------------------------------------
+
+def test_entries_are_google_benchmark_aggregates():
+    p = sb.Problem("fp16", 64, 512, False)
+    entries = sb.entries_for(p, [2.0, 1.0, 4.0], {"max_abs_err": 1e-3}, peak=1000.0)
+    assert [e["aggregate_name"] for e in entries] == ["mean", "median", "stddev", "cv"]
+    median = entries[1]
+    assert median["run_name"] == "attention/fp16/hd64/n512/full/repeats:3/manual_time"
+    assert fr.base_name(median) == p.name
+    assert median["real_time"] == 2.0 and median["time_unit"] == "ms"
+    assert median["TFLOPS"] == pytest.approx(sb.flops(p) / 2e-3 / 1e12)
+    assert median["pct_peak"] == pytest.approx(median["TFLOPS"] / 10)
+    assert median["causal"] == 0 and median["seqlen_k"] == 512 and median["heads_kv"] == 32
+    with pytest.raises(ValueError):
+        sb.entries_for(p, [1.0, 0.0])
+    with pytest.raises(ValueError):
+        sb.entries_for(p, [])
+    skipped = sb.skipped_entry(p, "why")
+    assert skipped["error_occurred"] is True and skipped["error_message"] == "why"
+
+
+def test_loader_reads_sdpa_files_as_baselines(tree):
+    recs = fr.load_results(tree)
+    sdpa = [r for r in recs if r.step.startswith("sdpa-")]
+    assert {r.step for r in sdpa} == {"sdpa-flash", "sdpa-cudnn", "sdpa-efficient"}
+    assert all(r.is_baseline for r in sdpa) and not any(r.is_baseline for r in recs
+                                                         if r not in sdpa)
+    assert [s for s, _ in fr.steps_of(recs)] == ["01", "02", "03", "sdpa-cudnn",
+                                                  "sdpa-efficient", "sdpa-flash"]
+    flash = next(r for r in sdpa if r.step == "sdpa-flash" and r.name == synth.HEADLINE)
+    assert flash.step_label == "PyTorch SDPA flash" and flash.gpu == synth.GPU
+    p = sb.Problem("bf16", 128, 4096, False)
+    assert flash.tflops == pytest.approx(SPEED["flash"] * sb.flops(p) / 1e12)
+    assert flash.counters["rel_fro_err"] == 2e-4
+    assert flash.context["flashsteps_baseline"] == "pytorch-sdpa"
+    assert flash.context["sdpa_backend"] == "flash"
+    skipped = next(r for r in sdpa if r.step == "sdpa-cudnn"
+                   and r.name == "attention/bf16/hd64/n4096/causal")
+    assert skipped.skipped and skipped.error.startswith("synthetic: cuDNN not used")
+
+
+def test_bench_summary_reads_sdpa_files(tree):
+    gpu = tree / synth.GPU
+    proc = run_tool("bench_summary.py", gpu / "sdpa-flash.json", gpu / "step02.json",
+                    gpu / "sdpa-cudnn.json")
+    assert proc.returncode == 0, proc.stderr
+    header = proc.stdout.splitlines()[0]
+    assert header.index("02 tiled") < header.index("PyTorch SDPA cuDNN") \
+        < header.index("PyTorch SDPA flash")
+
+
+# --- plot and tables -------------------------------------------------------------------
+
+def test_plot_draws_sdpa_as_reference_lines(tree, tmp_path):
+    import plot_results
+    recs = fr.load_results(tree)
+    styles = plot_results._styles(recs)
+    assert {styles[s]["linestyle"] for s in ("01", "02", "03")} == {"-"}
+    base = [styles[s] for s in ("sdpa-cudnn", "sdpa-efficient", "sdpa-flash")]
+    assert len({str(b["linestyle"]) for b in base}) == 3 and "-" not in [b["linestyle"] for b in base]
+    assert len({b["marker"] for b in base}) == 3
+    proc = run_tool("plot_results.py", tree, "-o", tmp_path / "fig")
+    assert proc.returncode == 0, proc.stderr
+    svg = (tmp_path / "fig.svg").read_text()
+    for label in ("PyTorch SDPA flash", "PyTorch SDPA cuDNN", "PyTorch SDPA efficient",
+                  "03 online_softmax"):
+        assert label in svg
+
+
+def test_table_lists_sdpa_rows(tree):
+    table = results_table.make_table(fr.load_results(tree), seqlen=4096)
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    assert rows[-3:] == [
+        "| *PyTorch SDPA cuDNN* (baseline) | " + " | ".join(
+            "— [1]" if d == 64 and c else
+            fr.fmt_tflops(4 * sb.flops(sb.Problem("bf16", d, 4096, c)) / 1e12)
+            for d in (64, 128) for c in (False, True)) + " |",
+        "| *PyTorch SDPA efficient* (baseline) | " + " | ".join(
+            fr.fmt_tflops(2 * sb.flops(sb.Problem("bf16", d, 4096, c)) / 1e12)
+            for d in (64, 128) for c in (False, True)) + " |",
+        "| *PyTorch SDPA flash* (baseline) | " + " | ".join(
+            fr.fmt_tflops(3 * sb.flops(sb.Problem("bf16", d, 4096, c)) / 1e12)
+            for d in (64, 128) for c in (False, True)) + " |"]
+    assert "[1] skipped: synthetic: cuDNN not used because ..." in table
+
+
+def test_step_table_baseline_columns(tree):
+    recs = fr.load_results(tree)
+    plain = results_table.make_step_table(recs, "03")
+    assert "SDPA" not in plain                          # unchanged without --baselines
+    text = results_table.make_step_table(recs, "03", head_dims=[128], masks=["full"],
+                                         baselines=True)
+    lines = text.splitlines()
+    assert "| N | D=128 full | PyTorch SDPA cuDNN D=128 full | PyTorch SDPA efficient " \
+           "D=128 full | PyTorch SDPA flash D=128 full |" in lines
+    flash = 3 * sb.flops(sb.Problem("bf16", 128, 4096, False)) / 1e12
+    row = next(line for line in lines if line.startswith("| 4096 |"))
+    share = f"{100 * synth.TFLOPS['03'][0] / flash:.0f}%"
+    assert row.endswith(f"| {fr.fmt_tflops(flash)} ({share}) |")
+    assert any(line.startswith("Baseline columns:") for line in lines)
+    # A GPU without baselines: no extra columns, even when asked.
+    no_base = [r for r in recs if not r.is_baseline]
+    assert results_table.make_step_table(no_base, "03", baselines=True) == \
+        results_table.make_step_table(no_base, "03")
+
+
+def test_table_cli_baselines_flag(tree):
+    proc = run_tool("results_table.py", tree, "--step", "02", "--baselines", "--mask", "causal",
+                    "--head-dim", "64")
+    assert proc.returncode == 0, proc.stderr
+    assert "PyTorch SDPA cuDNN D=64 causal" in proc.stdout and "— [1]" in proc.stdout
+    proc = run_tool("results_table.py", tree, "--baselines")
+    assert proc.returncode == 2 and "--baselines goes with --step" in proc.stderr
