@@ -97,6 +97,10 @@ TEST(Space, EveryHeadDimHasCandidatesAndTheDefaultIsOne) {
     }
   }
   EXPECT_TRUE(step06::candidates(48).empty());
+  const auto overlapped = step06::TileChoice::parse("m128_n32_w4_s3_ov");
+  ASSERT_TRUE(overlapped.has_value());
+  EXPECT_EQ(overlapped->overlap, 1);
+  EXPECT_EQ(overlapped->name(), "m128_n32_w4_s3_ov");
   EXPECT_FALSE(step06::TileChoice::parse("m128_n64_w4").has_value());
   EXPECT_FALSE(step06::TileChoice::parse("m128_n64_w4_s2x").has_value());
 }

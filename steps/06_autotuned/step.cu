@@ -39,9 +39,13 @@ namespace {
 // [start:tile_config]
 // A block of WARPS warps computes BLOCK_M query rows (WARP_M = BLOCK_M / WARPS per warp)
 // against the keys, BLOCK_N at a time, through STAGES shared-memory buffers of K and V.
-template <int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_>
+// OVERLAP: compute S of tile j + 1 while the softmax of tile j runs (needs STAGES >= 3 and a
+// second S accumulator).
+template <int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool OVERLAP_ = false>
 struct TileConfig {
   static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, WARPS = WARPS_, STAGES = STAGES_;
+  static constexpr bool OVERLAP = OVERLAP_;
+  static_assert(!OVERLAP || STAGES >= 3, "OVERLAP needs STAGES >= 3 (tiles j and j + 1 resident while j + 2 loads)");
   static constexpr int kThreads = WARPS * vendor::kWarpSize;
   static constexpr int WARP_M = BLOCK_M / WARPS;
   static_assert(BLOCK_M % (WARPS * tile::kAtomM) == 0, "BLOCK_M must give every warp a multiple of 16 rows");
@@ -65,6 +69,7 @@ inline constexpr int kBlockMs[] = {32, 64, 128};
 inline constexpr int kBlockNs[] = {16, 32, 64};
 inline constexpr int kWarpCounts[] = {2, 4};
 inline constexpr int kStageCounts[] = {2};
+inline constexpr int kOverlaps[] = {0};
 constexpr std::size_t kMaxSmem = 64 * 1024;  // LDS per workgroup
 constexpr int kAccBudget = 128;              // fp32 accumulator values per lane (of 512 VGPRs)
 #else
@@ -72,21 +77,25 @@ inline constexpr int kBlockMs[] = {64, 128};
 inline constexpr int kBlockNs[] = {32, 64, 128};
 inline constexpr int kWarpCounts[] = {4, 8};
 inline constexpr int kStageCounts[] = {2, 3};
+inline constexpr int kOverlaps[] = {0, 1};
 constexpr std::size_t kMaxSmem = 227 * 1024;  // NVIDIA sm_80/sm_90: opt-in shared memory per block
 constexpr int kAccBudget = 192;               // of 255 registers per thread: the rest is addresses
 #endif
 inline constexpr int kNumBlockM = static_cast<int>(std::size(kBlockMs)), kNumBlockN = static_cast<int>(std::size(kBlockNs));
 inline constexpr int kNumWarps = static_cast<int>(std::size(kWarpCounts)), kNumStages = static_cast<int>(std::size(kStageCounts));
-inline constexpr int kSpaceSize = kNumBlockM * kNumBlockN * kNumWarps * kNumStages;
+inline constexpr int kNumOverlaps = static_cast<int>(std::size(kOverlaps));
+inline constexpr int kSpaceSize = kNumBlockM * kNumBlockN * kNumWarps * kNumStages * kNumOverlaps;
 
 // ...and this predicate prunes it, before anything is instantiated:
-template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES>
+template <int HEAD_DIM, int BLOCK_M, int BLOCK_N, int WARPS, int STAGES, int OVERLAP>
 constexpr bool keep_config() {
   if (BLOCK_M % (WARPS * tile::kAtomM) != 0) return false;  // whole 16-row MMA tiles per warp
   constexpr int WARP_M = BLOCK_M / WARPS;
   if (WARP_M > 32) return false;  // at most 2 row tiles per warp (registers)
-  // S (WARP_M x BLOCK_N) and O (WARP_M x HEAD_DIM) accumulators must fit the registers.
-  if (WARP_M * (BLOCK_N + HEAD_DIM) / vendor::kWarpSize > kAccBudget) return false;
+  // S (WARP_M x BLOCK_N, twice with OVERLAP) and O (WARP_M x HEAD_DIM) accumulators must fit
+  // the registers.
+  if (WARP_M * ((1 + OVERLAP) * BLOCK_N + HEAD_DIM) / vendor::kWarpSize > kAccBudget) return false;
+  if (OVERLAP && STAGES < 3) return false;  // tiles j, j + 1 resident while j + 2 loads
   if (static_cast<std::size_t>(BLOCK_M + 2 * STAGES * BLOCK_N) * tile::smem_pitch(HEAD_DIM) * 2 > kMaxSmem) return false;
   // K tiles of 4 to 16 KiB: smaller ones pay a barrier per few MMAs, larger ones starve the
   // registers; a third stage only for the 8 KiB middle, where it can still hide latency.
@@ -183,18 +192,15 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
   for (int s = 0; s < kSlots; ++s) m_i[s] = -INFINITY, l_i[s] = 0.0f;
   const std::int64_t row0 = m0 + warp * WARP_M;  // first query row of this warp
 
-  // One KV tile: S = Q K^T, the mask when MASKED, the online softmax, O += P V.
-  auto kv_tile = [&](std::int64_t j, auto masked_tag) {
+  // S = Q K^T of tile j for this warp's rows, unscaled.
+  auto compute_s = [&](std::int64_t j, SAcc& s_acc) {
+    tile::mma_ABt<HEAD_DIM>(s_acc, Q_smem + warp * WARP_M * PITCH, K_smem + static_cast<int>(j % STAGES) * BLOCK_N * PITCH);
+  };
+  // The rest of tile j: the mask when MASKED, the online softmax, O += P V.
+  auto softmax_pv = [&](std::int64_t j, SAcc& s_acc, auto masked_tag) {
     constexpr bool MASKED = decltype(masked_tag)::value;
-    tile::wait_pending<STAGES - 2>();
-    __syncthreads();  // tile j is visible to all; every warp is done with tile j - 1's buffer
-    if (j + STAGES - 1 < n_tiles) load_kv(j + STAGES - 1);  // into the buffer tile j - 1 used
-    tile::commit();
     const int stage = static_cast<int>(j % STAGES);
     const std::int64_t n0 = j * BLOCK_N;
-
-    SAcc s_acc;  // S = Q K^T for this warp's rows, unscaled
-    tile::mma_ABt<HEAD_DIM>(s_acc, Q_smem + warp * WARP_M * PITCH, K_smem + stage * BLOCK_N * PITCH);
     if constexpr (MASKED) {  // some key of the tile is hidden from some row
       // Last visible column of each of this lane's rows, relative to the tile (-1: none).
       int last_col[kSlots];
@@ -232,10 +238,52 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
     if (tile::warp_any(grew)) tile::mul_row(o_acc, alpha);
     tile::mma_AB<HEAD_DIM, T>(o_acc, s_acc, V_smem + stage * BLOCK_N * PITCH);
   };
+  // One KV tile, as in step 05.
+  auto kv_tile = [&](std::int64_t j, auto masked_tag) {
+    tile::wait_pending<STAGES - 2>();
+    __syncthreads();  // tile j is visible to all; every warp is done with tile j - 1's buffer
+    if (j + STAGES - 1 < n_tiles) load_kv(j + STAGES - 1);  // into the buffer tile j - 1 used
+    tile::commit();
+    SAcc s_acc;
+    compute_s(j, s_acc);
+    softmax_pv(j, s_acc, masked_tag);
+  };
   // [start:split_loop]
   std::int64_t j = 0;
-  for (; j < n_full_tiles; ++j) kv_tile(j, std::false_type{});  // no mask arithmetic at all
-  for (; j < n_tiles; ++j) kv_tile(j, std::true_type{});        // the diagonal / ragged end
+  if constexpr (!Cfg::OVERLAP) {
+    for (; j < n_full_tiles; ++j) kv_tile(j, std::false_type{});  // no mask arithmetic at all
+    for (; j < n_tiles; ++j) kv_tile(j, std::true_type{});        // the diagonal / ragged end
+  } else {
+    // [start:overlap]
+    // Tile j with S of tile j + 1 computed first: the two are independent, so the compiler
+    // interleaves the tensor-core instructions of one with the softmax arithmetic of the
+    // other, and both pipes of the SM stay busy within one warp. Tiles j and j + 1 are
+    // resident (at most STAGES - 3 copy groups in flight) while tile j + 2 loads. The two S
+    // accumulators swap roles every tile (the loop is unrolled by two: no register copies).
+    auto overlapped_tile = [&](std::int64_t jj, SAcc& s_cur, SAcc& s_next) {
+      tile::wait_pending<STAGES - 3>();
+      __syncthreads();  // tiles jj, jj + 1 visible; every warp is done with tile jj - 1's buffer
+      if (jj + STAGES - 1 < n_tiles) load_kv(jj + STAGES - 1);
+      tile::commit();
+      if (jj + 1 < n_tiles) compute_s(jj + 1, s_next);
+      if (jj < n_full_tiles)
+        softmax_pv(jj, s_cur, std::false_type{});
+      else
+        softmax_pv(jj, s_cur, std::true_type{});
+    };
+    SAcc s_a, s_b;
+    if (n_tiles > 0) {
+      tile::wait_pending<STAGES - 2>();
+      __syncthreads();
+      compute_s(0, s_a);
+    }
+    for (; j + 1 < n_tiles; j += 2) {
+      overlapped_tile(j, s_a, s_b);
+      overlapped_tile(j + 1, s_b, s_a);
+    }
+    if (j < n_tiles) overlapped_tile(j, s_a, s_b);
+    // [end:overlap]
+  }
   // [end:split_loop]
   tile::wait_pending<0>();  // nothing may still be landing when the block exits
   // [end:online_softmax]
@@ -315,11 +363,14 @@ struct Candidate {
 // predicate keeps it.
 template <int HEAD_DIM, int I>
 void add_config(std::vector<Candidate>& out) {
-  constexpr int BLOCK_M = kBlockMs[I / (kNumStages * kNumWarps * kNumBlockN)];
-  constexpr int BLOCK_N = kBlockNs[(I / (kNumStages * kNumWarps)) % kNumBlockN];
-  constexpr int WARPS = kWarpCounts[(I / kNumStages) % kNumWarps], STAGES = kStageCounts[I % kNumStages];
-  if constexpr (keep_config<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES>())
-    out.push_back({TileChoice{BLOCK_M, BLOCK_N, WARPS, STAGES}, &launch<HEAD_DIM, TileConfig<BLOCK_M, BLOCK_N, WARPS, STAGES>>});
+  constexpr int OVERLAP = kOverlaps[I % kNumOverlaps];
+  constexpr int J = I / kNumOverlaps;
+  constexpr int BLOCK_M = kBlockMs[J / (kNumStages * kNumWarps * kNumBlockN)];
+  constexpr int BLOCK_N = kBlockNs[(J / (kNumStages * kNumWarps)) % kNumBlockN];
+  constexpr int WARPS = kWarpCounts[(J / kNumStages) % kNumWarps], STAGES = kStageCounts[J % kNumStages];
+  if constexpr (keep_config<HEAD_DIM, BLOCK_M, BLOCK_N, WARPS, STAGES, OVERLAP>())
+    out.push_back({TileChoice{BLOCK_M, BLOCK_N, WARPS, STAGES, OVERLAP},
+                   &launch<HEAD_DIM, TileConfig<BLOCK_M, BLOCK_N, WARPS, STAGES, OVERLAP != 0>>});
 }
 template <int HEAD_DIM, std::size_t... I>
 std::vector<Candidate> build_space(std::index_sequence<I...>) {

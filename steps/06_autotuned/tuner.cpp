@@ -28,13 +28,15 @@ DType parse_dtype(const std::string& name, const std::string& where) {
 
 std::string TileChoice::name() const {
   return "m" + std::to_string(block_m) + "_n" + std::to_string(block_n) + "_w" + std::to_string(warps) + "_s" +
-         std::to_string(stages);
+         std::to_string(stages) + (overlap != 0 ? "_ov" : "");
 }
 
 std::optional<TileChoice> TileChoice::parse(const std::string& text) {
   TileChoice c;
+  std::string base = text;
+  if (base.size() > 3 && base.compare(base.size() - 3, 3, "_ov") == 0) base.resize(base.size() - 3), c.overlap = 1;
   char tail = 0;
-  if (std::sscanf(text.c_str(), "m%d_n%d_w%d_s%d%c", &c.block_m, &c.block_n, &c.warps, &c.stages, &tail) != 4)
+  if (std::sscanf(base.c_str(), "m%d_n%d_w%d_s%d%c", &c.block_m, &c.block_n, &c.warps, &c.stages, &tail) != 4)
     return std::nullopt;
   if (c.name() != text) return std::nullopt;  // no signs, no leading zeros
   return c;

@@ -2,9 +2,10 @@
 /// @file tuner.h
 /// @brief Step 06's configuration space and tuner: which tile shape runs a problem, and why.
 ///
-/// A tile shape (TileChoice) is the four compile-time parameters of the kernel: BLOCK_M query
-/// rows per block, BLOCK_N keys per KV tile, WARPS warps (wavefronts) per block and STAGES K/V
-/// buffers in the cp.async pipeline. The space is declared and pruned at compile time in
+/// A tile shape (TileChoice) is the five compile-time parameters of the kernel: BLOCK_M query
+/// rows per block, BLOCK_N keys per KV tile, WARPS warps (wavefronts) per block, STAGES K/V
+/// buffers in the cp.async pipeline, and OVERLAP (S of the next tile computed during the
+/// softmax of this one). The space is declared and pruned at compile time in
 /// step.cu; candidates() lists what survived for a head dim.
 ///
 /// attention_forward() picks a shape per problem *key* (device, dtype, padded head dim, causal
@@ -37,14 +38,16 @@ struct TileChoice {
   int block_n = 0;  ///< BLOCK_N: keys per KV tile
   int warps = 0;    ///< warps (NVIDIA) or wavefronts (AMD) per block
   int stages = 0;   ///< K/V shared-memory buffers (pipeline depth)
+  int overlap = 0;  ///< 1: S of tile j + 1 is computed during the softmax of tile j
 
-  /// "m128_n64_w4_s2".
+  /// "m128_n64_w4_s2", with "_ov" appended when overlap is 1.
   std::string name() const;
   /// Parses name(); nullopt when @p text is not of that form.
   static std::optional<TileChoice> parse(const std::string& text);
-  /// Same four parameters.
+  /// Same five parameters.
   bool operator==(const TileChoice& other) const {
-    return block_m == other.block_m && block_n == other.block_n && warps == other.warps && stages == other.stages;
+    return block_m == other.block_m && block_n == other.block_n && warps == other.warps && stages == other.stages &&
+           overlap == other.overlap;
   }
 };
 
