@@ -178,7 +178,8 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
     if (tile::warp_any(grew)) tile::mul_row(o_acc, alpha);
     tile::mma_AB<HEAD_DIM, T>(o_acc, s_acc, V_smem + stage * BLOCK_N * PITCH);
   }
-  tile::wait_pending<0>();  // nothing may still be landing when the block exits
+  tile::wait_pending<0>();  // nothing may still be landing when the block exits...
+  __syncthreads();          // ...nor in Q's rows, which the epilogue reuses (and no warp still reads them)
   // [end:online_softmax]
 
   // [start:epilogue]

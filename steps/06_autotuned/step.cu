@@ -285,7 +285,8 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
     // [end:overlap]
   }
   // [end:split_loop]
-  tile::wait_pending<0>();  // nothing may still be landing when the block exits
+  tile::wait_pending<0>();  // nothing may still be landing when the block exits...
+  __syncthreads();          // ...nor in Q's rows, which the epilogue reuses (and no warp still reads them)
   // [end:online_softmax]
 
   // [start:epilogue]
