@@ -25,7 +25,7 @@ selected() {
 }
 # The SASS of the tensor-core steps must hold HMMA (tensor-core MMA) instructions: counted
 # per step from the sm_90a cubin of each test binary (cuobjdump -sass).
-if command -v cuobjdump > /dev/null; then
+if command -v cuobjdump > /dev/null && [ "${FLASHSTEPS_SASS:-1}" = 1 ]; then
   for t in "$build"/bin/test_step0[4-9]*; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
@@ -46,7 +46,7 @@ if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_MEMCHECK:-1}" = 1
     selected "$t" || continue
     name=$(basename "$t")
     compute-sanitizer --tool memcheck --error-exitcode 3 "$t" --gtest_brief=1 \
-      --gtest_filter='*nq17_nk100*:*nq257_nk130*:*packed_qkv*:*hq32_hkv8*' > "$outdir/$name.memcheck.log" 2>&1 || status=1
+      --gtest_filter="${FLASHSTEPS_MEMCHECK_FILTER:-*nq17_nk100*:*nq257_nk130*:*packed_qkv*:*hq32_hkv8*}" > "$outdir/$name.memcheck.log" 2>&1 || status=1
     echo "$name memcheck: $(grep -E 'ERROR SUMMARY' "$outdir/$name.memcheck.log" | tail -1)"
   done
 fi
@@ -56,7 +56,7 @@ if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_RACECHECK:-1}" = 
     selected "$t" || continue
     name=$(basename "$t")
     compute-sanitizer --tool racecheck --error-exitcode 3 "$t" --gtest_brief=1 \
-      --gtest_filter='*nq130_nk257*bf16*:*nq17_nk100*' > "$outdir/$name.racecheck.log" 2>&1 || status=1
+      --gtest_filter="${FLASHSTEPS_RACECHECK_FILTER:-*nq130_nk257*bf16*:*nq17_nk100*}" > "$outdir/$name.racecheck.log" 2>&1 || status=1
     echo "$name racecheck: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$outdir/$name.racecheck.log" | tail -1)"
   done
 fi

@@ -7,7 +7,7 @@
 // float64 reference (its errors are reported as counters), and the binary exits non-zero if
 // any check fails. Inputs rotate over several copies when one set would sit in L2.
 //
-//   bench_stepNN [--results-dir DIR] [--quick] [--max-seqlen N] [--benchmark_* flags]
+//   bench_stepNN [--results-dir DIR] [--quick] [--max-seqlen N] [--min-time S] [--benchmark_* flags]
 #include <benchmark/benchmark.h>
 
 #include <CLI/CLI.hpp>
@@ -188,6 +188,8 @@ int main(int argc, char** argv) {
   app.add_option("--results-dir", results_dir, "write JSON to DIR/<gpu>/" + step_id + ".json");
   app.add_flag("--quick", quick, "D = 128, bf16 and seqlen <= 4096 only, fewer repetitions");
   app.add_option("--max-seqlen", max_seqlen, "skip standard problems longer than this");
+  double min_time = 0.2;
+  app.add_option("--min-time", min_time, "seconds of calls per repetition (3 repetitions, median reported)");
   CLI11_PARSE(app, argc, argv);
 
   if (vendor::device_count() == 0) {
@@ -215,7 +217,7 @@ int main(int argc, char** argv) {
 
   const int repetitions = 3;  // each of at least min_time seconds of calls; the median is reported
   auto configure = [&](benchmark::internal::Benchmark* b) {
-    b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(quick ? 0.05 : 0.2)->MinWarmUpTime(0.05)
+    b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(quick ? 0.05 : min_time)->MinWarmUpTime(0.05)
         ->Repetitions(repetitions)->ReportAggregatesOnly(true);
   };
   const std::int64_t step_cap = step::info().bench_max_seqlen;
