@@ -53,13 +53,7 @@ void check_step(const HostInputs& in) {
   }
 }
 
-Problem make(std::int64_t B, std::int64_t Hq, std::int64_t Hkv, std::int64_t Nq, std::int64_t Nk, std::int64_t D,
-             DType dtype, Mask mask, Layout layout = Layout::bhsd) {
-  Problem p;
-  p.batch = B, p.heads_q = Hq, p.heads_kv = Hkv, p.seqlen_q = Nq, p.seqlen_k = Nk, p.head_dim = D;
-  p.dtype = dtype, p.mask = mask, p.layout = layout;
-  return p;
-}
+using testing::make;
 
 // The matrix. Sizes stay small enough for the float64 reference to run in seconds.
 std::vector<Problem> conformance_cases() {

@@ -27,13 +27,7 @@ struct ConfigCase {
   std::string name() const { return choice.name() + "_" + problem.name(); }
 };
 
-Problem make(std::int64_t B, std::int64_t Hq, std::int64_t Hkv, std::int64_t Nq, std::int64_t Nk, std::int64_t D,
-             DType dtype, Mask mask, Layout layout = Layout::bhsd) {
-  Problem p;
-  p.batch = B, p.heads_q = Hq, p.heads_kv = Hkv, p.seqlen_q = Nq, p.seqlen_k = Nk, p.head_dim = D;
-  p.dtype = dtype, p.mask = mask, p.layout = layout;
-  return p;
-}
+using testing::make;
 
 std::vector<ConfigCase> config_cases() {
   std::vector<ConfigCase> cases;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cctype>
+#include <cstdint>
 #include <ostream>
 #include <string>
 
@@ -15,6 +16,15 @@ inline std::string test_name(std::string name) {
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   return name;
+}
+
+/// A Problem of the given sizes, dtype, mask and layout (other fields at their defaults).
+inline Problem make(std::int64_t B, std::int64_t Hq, std::int64_t Hkv, std::int64_t Nq, std::int64_t Nk,
+                    std::int64_t D, DType dtype, Mask mask, Layout layout = Layout::bhsd) {
+  Problem p;
+  p.batch = B, p.heads_q = Hq, p.heads_kv = Hkv, p.seqlen_q = Nq, p.seqlen_k = Nk, p.head_dim = D;
+  p.dtype = dtype, p.mask = mask, p.layout = layout;
+  return p;
 }
 
 }  // namespace flashsteps::testing

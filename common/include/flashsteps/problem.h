@@ -91,8 +91,11 @@ HostInputs make_random_inputs(const Problem& p, std::uint64_t seed);
 /// empty (the convention of the reference, the harness download and verify_output).
 std::vector<std::int64_t> query_rows(const std::vector<std::int64_t>& rows, std::int64_t seqlen_q);
 
-/// A deterministic seed from a name (64-bit FNV-1a), the same on every compiler and
-/// standard library, so a problem's inputs are reproducible from its name alone.
+/// A deterministic seed from a name, the same on every compiler and standard library, so a
+/// problem's inputs are reproducible from its name alone. The hash is 64-bit FNV-1a's loop
+/// (xor, multiply by 1099511628211) from the start value 1469598103934665603, which is not
+/// FNV's standard offset basis (14695981039346656037): a slip kept on purpose, because every
+/// published input was drawn with it (tools/sdpa_bench.py copies it too).
 std::uint64_t seed_from_name(const std::string& name);
 
 /// Reads element [b, h, n, d] of a tensor placed by @p pl in @p buffer as float.
