@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   table.set_meta("command", command);
   table.set_meta("date", date);
   table.set_meta("git_commit", FLASHSTEPS_GIT_COMMIT);
-  table.set_meta("device", dev.name + " (" + dev.arch + ", " + std::to_string(dev.sm_count) + " SMs, driver " +
+  table.set_meta("device", dev.name + " (" + dev.arch + ", " + std::to_string(dev.sm_count) + " SMs, CUDA driver API " +
                                dev.driver + ", " + dev.runtime + ")");
   table.set_meta("problems", "standard set: batch * seqlen = 16384 tokens, heads * head_dim = 2048, random inputs");
   for (const std::string& dname : dtypes) {
