@@ -356,6 +356,9 @@ def output_dir(args: argparse.Namespace, gpu_name: str) -> Path | None:
 # Everything below imports torch, lazily.
 
 def _git_commit() -> str:
+    """FLASHSTEPS_GIT_COMMIT when set (a copied tree may carry a stale .git), else git's."""
+    if os.environ.get("FLASHSTEPS_GIT_COMMIT"):
+        return os.environ["FLASHSTEPS_GIT_COMMIT"]
     try:
         return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"],
                               cwd=REPO, capture_output=True, text=True, check=True,

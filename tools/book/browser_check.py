@@ -17,10 +17,10 @@ event and writes what it finds into the DOM that Chromium dumps. The check fails
 - every MathML formula has a non-empty box (the browser rendered it), and no formula
   fell back to an error.
 
-It also saves screenshots of the front page, of every step chapter and of the roofline
-section of the measuring chapter (``--window-size=1280,2000``) to --screenshots. Debian:
-``apt-get install chromium``; as root Chromium needs ``--no-sandbox``, which this script
-passes.
+It also saves screenshots of the front page, of every step chapter, of the roofline
+section of the measuring chapter and of step 06's search-space section
+(``--window-size=1280,2000``) to --screenshots. Debian: ``apt-get install chromium``; as
+root Chromium needs ``--no-sandbox``, which this script passes.
 """
 
 from __future__ import annotations
@@ -211,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         shots += [(page, f"{Path(page).stem}.png") for page in steps]
         if "measuring.html" in titles:  # the roofline figure, scrolled to
             shots.append(("measuring.html?scroll=the-roofline", "measuring_roofline.png"))
+        if "steps/06_autotuned.html" in titles:  # step 06's search-space figure
+            shots.append(("steps/06_autotuned.html?scroll=the-search-space-measured",
+                          "06_autotuned_search_space.png"))
         for page, name in shots:
             out = args.screenshots.resolve() / name
             out.unlink(missing_ok=True)

@@ -14,6 +14,10 @@ tuner.h)::
                   "seqlen_bucket": 4096, "choice": "m128_n64_w4_s2",
                   "median_ms": {"m64_n32_w4_s2": 1.9, "m128_n64_w4_s2": 1.2, ...}}]}
 
+A configuration is named ``mBLOCK_M_nBLOCK_N_wWARPS_sSTAGES``, with ``_ov`` appended when its
+OVERLAP knob is on (S of the next KV tile computed during the softmax of this one), as
+``TileChoice::name()`` writes it.
+
 Every entry is one problem of the standard set (B * N = 16384 tokens, Hq * D = 2048; the
 seqlen bucket of a standard problem is its N), timed once per configuration of the space.
 The times become TFLOPS with the course's FLOP rule, 4 * B * Hq * D * visible pairs, where
@@ -41,7 +45,7 @@ from pathlib import Path
 FORMAT = "flashsteps-step06-tuning/1"
 TOKENS = 16384  # B * N of every standard problem
 WIDTH = 2048    # Hq * D of every standard problem
-CHOICE_RE = re.compile(r"^m(\d+)_n(\d+)_w(\d+)_s(\d+)$")
+CHOICE_RE = re.compile(r"^m(\d+)_n(\d+)_w(\d+)_s(\d+)(_ov)?$")
 DTYPES = ("fp16", "bf16")
 
 
@@ -53,9 +57,18 @@ class TableError(ValueError):
 
 
 def config_key(name: str) -> tuple[int, ...]:
-    """Sort key of a configuration name: (BLOCK_M, BLOCK_N, WARPS, STAGES)."""
+    """Sort key of a configuration name: (BLOCK_M, BLOCK_N, WARPS, STAGES, OVERLAP), the
+    order in which step 06 declares its space."""
     m = CHOICE_RE.match(name)
-    return tuple(int(x) for x in m.groups()) if m else (1 << 30,)
+    if not m:
+        return (1 << 30,)
+    return tuple(int(x) for x in m.groups()[:4]) + (1 if m[5] else 0,)
+
+
+def overlapped(name: str) -> bool:
+    """True for a configuration with the OVERLAP knob on (name ends in ``_ov``)."""
+    m = CHOICE_RE.match(name)
+    return bool(m and m[5])
 
 
 @dataclass(frozen=True)
@@ -170,7 +183,8 @@ def parse_table(data, path: Path | str = "<table>") -> Table:
                       _get(path, e, where, "seqlen_bucket", int))
         choice = _get(path, e, where, "choice", str)
         if not CHOICE_RE.match(choice):
-            raise TableError(path, f"{where}.choice", f"not of the form m128_n64_w4_s2: {choice!r}")
+            raise TableError(path, f"{where}.choice",
+                             f"not of the form m128_n64_w4_s2 or m128_n32_w4_s3_ov: {choice!r}")
         times = e.get("median_ms", {})
         if not isinstance(times, dict) or not times:
             raise TableError(path, f"{where}.median_ms", "missing, empty or not an object")
@@ -307,7 +321,7 @@ def plot(table: Table, out_prefix: Path, dtype: str = "bf16",
                    frameon=False, bbox_to_anchor=(0.5, 1 - title_in / height))
     devices = ", ".join(table.devices) or "no device"
     fig.suptitle(f"Step 06 search space on {devices}: TFLOPS of every configuration "
-                 f"(mBLOCK_M_nBLOCK_N_wWARPS_sSTAGES), {dtype}, B·N = 16384, Hq·D = 2048",
+                 f"(mBLOCK_M_nBLOCK_N_wWARPS_sSTAGES[_ov]), {dtype}, B·N = 16384, Hq·D = 2048",
                  fontsize=10, y=0.995)
     meta = table.meta
     footer = (f"{table.path.name}: " + " · ".join(

@@ -166,3 +166,116 @@ def test_browser_check_skips_linked_repository_files(tmp_path):
     (src / "README.md").symlink_to(tmp_path / "README.md")
     assert browser_check.chapter_titles(src) == {"index.html": "Index",
                                                  "steps/01_naive.html": "Step 01"}
+
+
+# --- Nsight Compute text reports (facts.load_profiles) and combined captured output -------
+
+def ncu_text(kernel: str, grid: str, instructions: int, ipc: float, cycles: float,
+             fixed_pct: float, fused: int, nonfused: int, commit: str | None = None) -> str:
+    """A made-up report in the layout of `ncu` without --csv (the "details" page)."""
+    head = [f"git_commit: {commit}"] if commit else []
+    return "\n".join(head + [
+        "==PROF== Connected to process 1 (bench)",
+        f"  void {kernel}(Params) ({grid})x(128, 1, 1), Context 1, Stream 7, Device 0, CC 9.0",
+        "    Section: GPU Speed Of Light Throughput",
+        "    ----------------------- ----------- ------------",
+        "    Metric Name             Metric Unit Metric Value",
+        "    ----------------------- ----------- ------------",
+        "    SM Frequency                    Ghz         1.00",
+        "    Elapsed Cycles                cycle    1,000,000",
+        "    Duration                         ms         2.50",
+        "    Section: Compute Workload Analysis",
+        f"    Executed Ipc Active   inst/cycle         {ipc:.2f}",
+        "    Section: Warp State Statistics",
+        f"    Warp Cycles Per Issued Instruction             cycle         {cycles:.2f}",
+        "    Avg. Active Threads Per Warp                                32",
+        "    OPT   Est. Local Speedup: 10%",
+        "          On average, each warp of this workload spends 1.0 cycles being stalled waiting",
+        "          on a fixed latency execution dependency. Typically, this stall reason should be",
+        f"          low. This stall type represents about {fixed_pct}% of the total average of",
+        f"          {cycles:.1f} cycles between issuing two instructions.",
+        "    Section: Instruction Statistics",
+        f"    Executed Instructions                           inst  {instructions:,}",
+        f"    OPT   This kernel executes {fused} fused and {nonfused} non-fused FP32 instructions.",
+        "    Section: Occupancy",
+        "    Block Limit Registers                 block            2",
+        "    Block Limit Shared Mem                block            3",
+        "    Block Limit Warps                     block           16",
+        "    Theoretical Active Warps per SM        warp            8",
+        "    Theoretical Occupancy                     %        12.50",
+        "    OPT   Est. Local Speedup: 87.5%",
+        "          The 2.00 theoretical warps per scheduler this kernel can issue according to its",
+        "          occupancy are below the hardware maximum of 16.",
+        ""])
+
+
+def test_profile_facts_from_text_reports(tmp_path):
+    ncu = tmp_path / "results" / synth.GPU / "ncu"
+    ncu.mkdir(parents=True)
+    mine, theirs = facts.PROFILE_PAIR
+    (ncu / f"{mine}.ncu.txt").write_text(ncu_text(
+        "unnamed>::attention_kernel<__nv_bfloat16, 128, unnamed>::TileConfig<128, 64, 4, 2, 0>>",
+        "2048, 1, 1", 1000, 1.5, 5.0, 40.0, 100, 300, commit="0000synth1234567"))
+    (ncu / f"{theirs}.ncu.txt").write_text(ncu_text(
+        "flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, 0, 0, bfloat16_t>>",
+        "16, 8, 16", 1200, 2.0, 4.0, 30.0, 10, 540))
+    profiles = facts.load_profiles(tmp_path / "results")
+    assert [p.stem for p in profiles] == sorted([mine, theirs])
+    p = next(x for x in profiles if x.stem == mine)
+    assert p.config == "m128_n64_w4_s2" and p.grid == (2048, 1, 1)
+    assert p.commit == "0000synth1234567"
+    assert p.metrics["Executed Instructions"] == 1000 and p.units["Duration"] == "ms"
+    assert p.fixed_latency_pct == 40.0 and p.fp32 == (100, 300) and p.warps_per_scheduler == 2
+    setup = facts.profile_setup(profiles, titles={synth.GPU: "the Test GPU"})
+    assert "one launch of each on the Test GPU" in setup and "commit `0000synth123`" in setup
+    assert "Both launch 2,048 blocks of 128 threads, with the same tile shape (step 06's " \
+           "`m128_n64_w4_s2`, FlashAttention-2's `m128_n64_w4`" in setup
+    assert "Both have a theoretical occupancy of 12.5 % (8 warps per SM, 2 per scheduler; " \
+           "the limit of 2 blocks per SM is set by registers)" in setup
+    issue = facts.profile_issue(profiles)
+    assert "executes 1,000 instructions at 1.50 per active cycle" in issue
+    assert "executes 1,200, 1.20 times as many, at 2.00 per cycle, one every 4.00" in issue
+    assert "150 of the 200 instructions that FlashAttention-2 executes more are FP32" in issue
+    assert "take 2.5 ms and 2.5 ms" in issue
+    assert "40.0 % of step 06's cycles" in facts.profile_stalls(profiles)
+    assert "30.0 % of FlashAttention-2's" in facts.profile_stalls(profiles)
+    assert "not measured yet" in facts.profile_issue(profiles[:1])
+    assert facts.load_profiles(tmp_path / "none") == []
+    (ncu / "broken.ncu.txt").write_text("==PROF== nothing profiled\n")
+    with pytest.raises(facts.ProfileError, match="broken.ncu.txt"):
+        facts.load_profiles(tmp_path / "results")
+
+
+def test_capture_sections_split_a_combined_run():
+    text = "\n".join(["== bench_step04", "Running bench_step04", "attention/... 1 ms",
+                      "results: /tmp/r/step04.json", "== bench_step05", "Running bench_step05",
+                      "== bench_step06", "Running bench_step06", "results: /tmp/r/step06.json",
+                      "benchmark   04   05   06", "table of all three"])
+    parts = stage_book.capture_sections(text)
+    assert sorted(parts) == ["04", "05", "06"]
+    assert parts["04"].splitlines() == ["== bench_step04", "Running bench_step04",
+                                        "attention/... 1 ms", "results: /tmp/r/step04.json"]
+    assert parts["05"] == "== bench_step05\nRunning bench_step05\n"
+    assert "table of all three" not in parts["06"]
+
+
+def test_run_output_includes_the_step_part_of_a_combined_capture(tmp_path):
+    repo = tmp_path / "repo"
+    for num, slug in (("04", "tensor_cores"), ("05", "causal")):
+        (repo / "steps" / f"{num}_{slug}").mkdir(parents=True)
+        (repo / "steps" / f"{num}_{slug}" / "step.cu").write_text(f"// step {num}\n")
+    results = repo / "results"
+    (results / "gpu-a").mkdir(parents=True)
+    (results / "gpu-a" / "steps04-05.txt").write_text(
+        "== bench_step04\nstep 4 output\nresults: x/step04.json\n== bench_step05\nstep 5\n")
+    (results / "gpu-a" / "sdpa.txt").write_text("no step parts here\n")
+    gen, keep = tmp_path / "gen", set()
+    stage_book.generate_steps(repo, gen, results, keep)
+    run = (gen / "steps" / "04_tensor_cores" / "run.md").read_text()
+    assert "/_generated/steps/04_tensor_cores/run_gpu-a_steps04-05.txt" in run
+    assert "the bench_step04 part of results/gpu-a/steps04-05.txt" in run
+    assert "Not measured yet" not in run
+    copy = gen / "steps" / "04_tensor_cores" / "run_gpu-a_steps04-05.txt"
+    assert copy.read_text() == "== bench_step04\nstep 4 output\nresults: x/step04.json\n"
+    assert copy in keep
+    assert "step 5" in (gen / "steps" / "05_causal" / "run_gpu-a_steps04-05.txt").read_text()

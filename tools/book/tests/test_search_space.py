@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -201,19 +202,48 @@ def test_sdpa_and_causal_facts(tmp_path):
     f = facts.facts(records, [], [], ["03", "04", "05", "06"])
     assert "step 04 runs `attention/bf16/hd128/n4096/full` at 100 TFLOPS, 0.80 times PyTorch " \
            "SDPA flash (125 TFLOPS)" in f["step04_sdpa"]
-    assert "across the 8 bf16 attention benchmarks that both ran" in f["step04_sdpa"]
-    assert "(geometric mean 0.80)" in f["step04_sdpa"]
-    assert "step 04 meets the course's target of at least 0.8 times PyTorch SDPA flash" \
-        in f["step04_sdpa_target"]
+    assert "over the 8 attention benchmarks that both ran (bf16, D = 64 and 128, N = 4096 to " \
+           "8192, with and without the causal mask)" in f["step04_sdpa"]
+    assert "from 0.80 to 0.80 times PyTorch SDPA flash's without a mask (4 benchmarks, " \
+           "geometric mean 0.80) and from 0.80 to 0.80 times PyTorch SDPA flash's with the " \
+           "causal mask" in f["step04_sdpa"]
+    assert "the course's target for step 04, at least 0.8 times PyTorch SDPA flash at every " \
+           "benchmark, is met: step 04 reaches it at all 8 attention benchmarks" \
+           in f["step04_sdpa_target"]
+    assert "Without a mask the target is reached at 4 of 4" in f["step04_sdpa_target"]
     assert "not measured yet" in f["step06_sdpa_target"]
     assert "at least 1.0 times" in f["step06_sdpa_target"]
     # step 05's causal benchmarks run at twice step 04's TFLOPS: the target of 1.8 is met
-    assert "at N = 8192 (bf16), step 05 runs causal attention faster than step 04" \
-        in f["step05_causal_target"]
-    assert "at D = 64, 2.00 times (100 against 50.0 TFLOPS), which meets" in f["step05_causal_target"]
-    assert "at D = 128, 2.00 times" in f["step05_causal_target"]
+    assert "at N = 8192, step 05 runs causal attention this many times as fast as step 04: " \
+           "2.00 at bf16, D = 64 (100 against 50.0 TFLOPS) and 2.00 at bf16, D = 128" \
+           in f["step05_causal_target"]
+    assert "all 2 meet the course's target of at least 1.8" in f["step05_causal_target"]
+    assert "from 2.00 to 2.00" in f["step05_speedups_causal"]
+    assert "across the 4 bf16 unmasked attention benchmarks that steps 04 and 05 both ran" \
+        in f["step05_speedups_full"].lower() and "from 1.00 to 1.00" in f["step05_speedups_full"]
     assert "GEMM ceiling of that GPU is not measured yet" in f["step04_gemm"]
     assert "not measured yet" in f["step06_tuning"]
+    assert "not measured yet" in f["step06_profile_issue"]
+
+
+def test_sdpa_target_is_judged_per_benchmark(tmp_path):
+    """A geometric mean above the target does not meet it when one point is below it."""
+    gpu = tmp_path / "r" / synth.GPU
+    gpu.mkdir(parents=True)
+    mine = [(n, t * (0.9 if "hd64/n4096/causal" in n else 1.2), s, d)
+            for n, t, s, d in attention_entries()]
+    fp16 = [(n.replace("bf16", "fp16"), t, s, d) for n, t, s, d in mine]
+    base = attention_entries()
+    base += [(n.replace("bf16", "fp16"), t, s, d) for n, t, s, d in base]
+    (gpu / "step06.json").write_text(json.dumps(synth.bench_json("06", mine + fp16)))
+    data = synth.bench_json("sdpa-flash", base)
+    data["context"]["flashsteps_step_name"] = "PyTorch SDPA flash"
+    (gpu / "sdpa-flash.json").write_text(json.dumps(data))
+    text = facts.sdpa_target(fr.load_results(tmp_path / "r"), "06", 1.0)
+    assert "is missed: step 06 reaches it at 14 of the 16 attention benchmarks that both ran " \
+           "(fp16 and bf16, D = 64 and 128" in text
+    assert "The ratio runs from 0.90 (`attention/bf16/hd64/n4096/causal`) to 1.20" in text
+    assert "with the causal mask the target is reached at 6 of 8 (0.90 to 1.20" in text
 
 
 def test_causal_target_can_fall_short(tmp_path):
@@ -223,7 +253,22 @@ def test_causal_target_can_fall_short(tmp_path):
         data = synth.bench_json(step, attention_entries(scale=scale))
         (root / synth.GPU / f"step{step}.json").write_text(json.dumps(data))
     text = facts.causal_target(fr.load_results(root))
-    assert "1.50 times" in text and "falls short of the course's target of at least 1.8" in text
+    assert "1.50 at bf16, D = 64" in text
+    assert "the course's target of at least 1.8 is missed at 2 of the 2 (lowest 1.50)" in text
+
+
+def test_timing_batches_fact(tmp_path):
+    root = tmp_path / "r"
+    (root / synth.GPU).mkdir(parents=True)
+    for step in ("03", "04"):
+        data = synth.bench_json(step, attention_entries())
+        if step == "04":
+            for i, b in enumerate(data["benchmarks"]):
+                b["calls_per_timing"] = 1 + i % 3
+        (root / synth.GPU / f"step{step}.json").write_text(json.dumps(data))
+    text = facts.timing_batches(fr.load_results(root))
+    assert "the results of step 03 were timed one call per event pair" in text
+    assert "those of step 04 with it, 1 to 3 calls per event pair" in text
 
 
 def test_gemm_and_ceiling_facts(tmp_path):
@@ -244,8 +289,52 @@ def test_tuning_fact(tmp_path):
     text = facts.facts([], [], [], ["05", "06"], [table])["step06_tuning"]
     assert "`steps/06_autotuned/tuned/test-gpu.json`, tuned on 2000-01-01, commit " \
            "`0000000synth`) holds 8 keys (bf16; head dims 64, 128)" in text
+    assert "(3 at D = 64 and 3 at D = 128)" in text
     assert "use 2 of the 5 configurations it timed" in text
     assert "from 3.00 to 3.00 times as fast as the slowest" in text
+    assert "heuristic" not in text                     # not an NVIDIA table
+
+
+def test_tuning_fact_compares_with_the_heuristic(tmp_path):
+    """An NVIDIA table: the heuristic (m128_n64_w4_s2 at D = 64 and 128) is the fastest,
+    hence the choice, at D = 128; at D = 64 an overlapped shape beats it by 1.5x."""
+    data = synthetic_table()
+    for e in data["entries"]:
+        e["device"] = "NVIDIA Test GPU"
+        if e["head_dim"] == 64:
+            e["median_ms"]["m128_n64_w4_s3_ov"] = e["median_ms"].pop("m128_n64_w4_s3")
+            e["median_ms"]["m128_n64_w4_s2"] = 1.5 * e["median_ms"]["m128_n64_w4_s3_ov"]
+            e["choice"] = "m128_n64_w4_s3_ov"
+        else:
+            e["median_ms"]["m128_n64_w4_s2"] = 0.5 * min(e["median_ms"].values())
+            e["choice"] = "m128_n64_w4_s2"
+    table = pss.load_table(write(tmp_path / "nvidia-test.json", data))
+    text = facts.tuning([table])
+    assert "The choice is the heuristic shape (FlashAttention-2's, step 05's) at 4 of the 8 " \
+           "keys (0 of 4 at D = 64 and 4 of 4 at D = 128); where the tuner chose another " \
+           "shape, it timed it 1.50 to 1.50 times as fast as the heuristic's" in text
+    assert "An overlapped configuration (`_ov`) is the choice at 4 of the 8 keys." in text
+
+
+def test_heuristic_matches_step06_source():
+    """facts.HEURISTIC_NVIDIA is heuristic()'s NVIDIA branch in steps/06_autotuned/step.cu."""
+    source = (REPO / "steps" / "06_autotuned" / "step.cu").read_text()
+    body = source[source.index("TileChoice heuristic(int head_dim"):]
+    nvidia = body[body.index("#else"):body.index("#endif")]
+    shapes = re.findall(r"TileChoice\{(\d+), (\d+), (\d+), (\d+)\}", nvidia)
+    bounds = [int(x) for x in re.findall(r"head_dim <= (\d+)", nvidia)]
+    assert len(shapes) == len(bounds) + 1
+    for d, name in facts.HEURISTIC_NVIDIA.items():
+        k = next((i for i, b in enumerate(bounds) if d <= b), len(bounds))
+        assert name == "m{}_n{}_w{}_s{}".format(*shapes[k]), d
+
+
+def test_overlapped_configurations_parse_and_sort():
+    assert pss.CHOICE_RE.match("m128_n32_w4_s3_ov") and not pss.CHOICE_RE.match("m128_n32_w4_s3_o")
+    assert pss.overlapped("m128_n32_w4_s3_ov") and not pss.overlapped("m128_n32_w4_s3")
+    names = ["m128_n32_w4_s3_ov", "m64_n32_w4_s2", "m128_n32_w4_s3", "m128_n32_w4_s2"]
+    assert sorted(names, key=pss.config_key) == ["m64_n32_w4_s2", "m128_n32_w4_s2",
+                                                  "m128_n32_w4_s3", "m128_n32_w4_s3_ov"]
 
 
 def test_step_tables_from_step_04_on_show_the_baselines(tmp_path):
