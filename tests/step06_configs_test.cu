@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -117,6 +118,43 @@ TEST(Space, ForcedConfigurationOutsideTheSpaceIsRejected) {
     EXPECT_NE(std::string(e.what()).find("FLASHSTEPS_CONFIG"), std::string::npos) << e.what();
   }
   unsetenv("FLASHSTEPS_CONFIG");
+}
+
+// FLASHSTEPS_TUNE=1: the first call of a key times every candidate on the call's own buffers,
+// writes the choice to the cache file, and still returns the right answer; a second process
+// would then read the choice from that file.
+TEST(RuntimeTuning, TunesCachesAndStaysCorrect) {
+  if (vendor::device_count() == 0) GTEST_SKIP() << "no GPU visible to the " << vendor::kName << " runtime";
+  const Problem p = make(1, 4, 2, 333, 333, 64, DType::bf16, Mask::causal_top_left);
+  const HostInputs in = make_random_inputs(p, seed_from_name(p.name()));
+  const reference::Result ref = reference::run(in);
+  DeviceCase device_case(in);
+  const std::string cache = ::testing::TempDir() + "flashsteps_step06_tune_test.json";
+  std::remove(cache.c_str());
+  ASSERT_EQ(setenv("FLASHSTEPS_TUNE_CACHE", cache.c_str(), 1), 0);
+  ASSERT_EQ(setenv("FLASHSTEPS_TUNE", "1", 1), 0);
+  DeviceCase::Output out;
+  try {
+    out = run_once(device_case, StepFns{&step06::attention_forward, &step06::workspace_bytes});
+  } catch (...) {
+    unsetenv("FLASHSTEPS_TUNE");
+    throw;
+  }
+  unsetenv("FLASHSTEPS_TUNE");
+  const Verdict v = verify_output(p, ref.o, ref.lse, out.o, out.lse);
+  EXPECT_EQ(v.failure, "") << p.name();
+  EXPECT_EQ(out.unwritten, 0);
+  // The cache file holds this problem's key, with a time for every candidate.
+  const step06::TuningTable table = step06::TuningTable::load(cache);
+  const step06::TuneKey key = step06::make_key(device_case.args(), device_info().name);
+  ASSERT_TRUE(table.lookup(key).has_value()) << key.str() << " not in " << cache;
+  const auto entry = std::find_if(table.entries.begin(), table.entries.end(),
+                                  [&](const step06::TuneEntry& e) { return e.key.str() == key.str(); });
+  ASSERT_NE(entry, table.entries.end());
+  EXPECT_EQ(entry->median_ms.size(), step06::candidates(64).size());
+  EXPECT_EQ(step06::selected_choice(device_case.args()), *table.lookup(key));
+  unsetenv("FLASHSTEPS_TUNE_CACHE");
+  std::remove(cache.c_str());
 }
 
 // The tuning table format: written, read back, looked up at the nearest bucket.
