@@ -430,7 +430,8 @@ TuningTable& user_cache() {
   return table;
 }
 
-const Candidate& select(const AttentionArgs& args, vendor::Stream stream) {
+// The shape for a call, in the order of tuner.h; with may_tune false, step 3 is left out.
+const Candidate& select(const AttentionArgs& args, vendor::Stream stream, bool may_tune) {
   const int head_dim = padded_head_dim(args.head_dim());
   if (const char* forced = std::getenv("FLASHSTEPS_CONFIG"); forced != nullptr && *forced != '\0') {
     const std::optional<TileChoice> choice = TileChoice::parse(forced);
@@ -444,7 +445,7 @@ const Candidate& select(const AttentionArgs& args, vendor::Stream stream) {
   std::lock_guard<std::mutex> lock(cache_mutex());
   if (std::optional<TileChoice> cached = user_cache().lookup(key))
     if (const Candidate* c = find(head_dim, *cached)) return *c;
-  if (const char* t = std::getenv("FLASHSTEPS_TUNE"); t != nullptr && std::string(t) == "1") {
+  if (const char* t = std::getenv("FLASHSTEPS_TUNE"); may_tune && t != nullptr && std::string(t) == "1") {
     const TuneEntry entry = tune(args, stream, &std::cerr);
     user_cache().insert(entry);
     user_cache().save(cache_path());
@@ -496,21 +497,7 @@ void attention_forward_with(const AttentionArgs& args, vendor::Stream stream, co
   c->launch(args, stream);
 }
 
-TileChoice selected_choice(const AttentionArgs& args) {
-  const int head_dim = padded_head_dim(args.head_dim());
-  if (const char* forced = std::getenv("FLASHSTEPS_CONFIG"); forced != nullptr && *forced != '\0') {
-    if (std::optional<TileChoice> c = TileChoice::parse(forced)) return *c;
-  }
-  const TuneKey key = make_key(args, device_name());
-  {
-    std::lock_guard<std::mutex> lock(cache_mutex());
-    if (std::optional<TileChoice> cached = user_cache().lookup(key))
-      if (find(head_dim, *cached) != nullptr) return *cached;
-  }
-  if (std::optional<TileChoice> tuned = checked_in_table().lookup(key))
-    if (find(head_dim, *tuned) != nullptr) return *tuned;
-  return heuristic(head_dim, args.mask != Mask::none);
-}
+TileChoice selected_choice(const AttentionArgs& args) { return select(args, nullptr, false).choice; }
 
 TuneEntry tune(const AttentionArgs& args, vendor::Stream stream, std::ostream* progress, int warmup, int reps) {
   validate(args);
@@ -563,7 +550,7 @@ void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
   if (padded_head_dim(args.head_dim()) == 0)
     throw Unsupported("q.shape[3] (head_dim = " + std::to_string(args.head_dim()) + ") exceeds step 06's maximum of 256");
   if (is_empty(args)) return;
-  select(args, stream).launch(args, stream);
+  select(args, stream, true).launch(args, stream);
 }
 // [end:launcher]
 

@@ -81,6 +81,7 @@ TileChoice heuristic(int head_dim, bool causal);
 void attention_forward_with(const AttentionArgs& args, vendor::Stream stream, const TileChoice& choice);
 
 /// The shape attention_forward() would use for @p args now (steps 1, 2, 4, 5 above; never tunes).
+/// @throws Unsupported for a FLASHSTEPS_CONFIG outside the head dim's space, as attention_forward().
 TileChoice selected_choice(const AttentionArgs& args);
 
 /// A tuning result: the choice and the median time of every candidate.
