@@ -5,6 +5,8 @@
 // and (for steps after 01) FlashAttention's rule: at most 2x step 01's error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -124,6 +126,133 @@ TEST(RealActivations, MiniLmEveryLayerAndHead) {
   const QkvFixture fixture = load_qkv_fixture(default_fixture_path());
   check_step(fixture_inputs(fixture, DType::f16));
   check_step(fixture_inputs(fixture, DType::bf16));
+}
+
+// Huge logits. The online softmax must subtract the row max before it scales (tile.h says
+// why): exp2(S * scale * log2(e) - m * scale * log2(e)) in one FFMA subtracts a float32
+// rounding of m * scale * log2(e) that is off by up to half an ulp of itself, which is 128 at
+// a logit of 2^31 / log2(e) ~ 1.5e9, and 2^128 overflows. These inputs have exact outputs.
+
+// LSE is float32: it cannot be closer to the truth than half an ulp of itself (2^-24
+// relative), so beyond |LSE| ~ 4000 the absolute limit kLseMaxAbs gives way to 4 ulps.
+double lse_limit(double ref) { return std::max(kLseMaxAbs, 4.0 * std::ldexp(std::fabs(ref), -24)); }
+
+// Runs the step on @p in; expects O[b, h, n, d] == expected_o(n) within the dtype's
+// tolerance and LSE[b, h, n] == expected_lse(n) within lse_limit().
+template <typename OFn, typename LseFn>
+void check_exact(const HostInputs& in, OFn expected_o, LseFn expected_lse) {
+  const Problem& p = in.problem;
+  DeviceCase device_case(in);
+  DeviceCase::Output out;
+  try {
+    out = run_once(device_case, kStep);
+  } catch (const Unsupported& e) {
+    if (declares_support(step::info(), p.dtype, p.head_dim)) FAIL() << "rejected a supported case: " << e.what();
+    GTEST_SKIP() << "step " << step::info().index << " does not support this case: " << e.what();
+  }
+  const double tol = tolerance(p.dtype).max_abs;
+  int reported = 0;
+  for (std::size_t row = 0; row < out.lse.size(); ++row) {
+    const std::int64_t n = static_cast<std::int64_t>(row) % p.seqlen_q;
+    const double want_o = expected_o(n), want_lse = expected_lse(n);
+    for (std::int64_t d = 0; d < p.head_dim; ++d) {
+      const double got = out.o[row * p.head_dim + d];
+      if (!(std::fabs(got - want_o) <= tol * std::max(1.0, std::fabs(want_o))) && reported++ < 5)
+        ADD_FAILURE() << p.name() << ": O[row " << row << "][" << d << "] = " << got << ", expected " << want_o;
+    }
+    const double got_lse = out.lse[row];
+    if (!(std::fabs(got_lse - want_lse) <= lse_limit(want_lse)) && reported++ < 5)
+      ADD_FAILURE() << p.name() << ": LSE[row " << row << "] = " << got_lse << ", expected " << want_lse;
+  }
+}
+
+// Row n of a canonical [B, H, N, D] tensor element c.
+std::int64_t seq_index(std::int64_t c, std::int64_t seqlen, std::int64_t head_dim) { return c / head_dim % seqlen; }
+
+TEST(HugeLogits, OneKeyLogit1e11) {
+  REQUIRE_DEVICE();
+  // bf16, every element 133120 (exact): logit = 133120^2 * 64 / 8 = 141767475200.
+  const Problem p = make(1, 1, 1, 1, 1, 64, DType::bf16, Mask::none);
+  check_exact(make_inputs(p, [](int, std::int64_t) { return 133120.0f; }),  //
+              [](std::int64_t) { return 133120.0; }, [](std::int64_t) { return 141767475200.0; });
+}
+
+TEST(HugeLogits, EqualLogits1e11) {
+  REQUIRE_DEVICE();
+  // bf16, Q = K = 133120, V[j, :] = j - 64 over 128 keys: every logit equal, O = mean(V) = -0.5.
+  const Problem p = make(1, 1, 1, 1, 128, 64, DType::bf16, Mask::none);
+  auto value = [&](int t, std::int64_t c) {
+    return t < 2 ? 133120.0f : static_cast<float>(seq_index(c, p.seqlen_k, p.head_dim) - 64);
+  };
+  check_exact(make_inputs(p, value), [](std::int64_t) { return -0.5; },
+              [](std::int64_t) { return 141767475200.0 + std::log(128.0); });
+}
+
+TEST(HugeLogits, EqualLogits3e10Fp16BothMasks) {
+  REQUIRE_DEVICE();
+  // fp16, Q = K = 60000 (exact), V[j, :] = j - 64, Nq = Nk = 128: logit = 60000^2 * 8 = 2.88e10.
+  // Without a mask O = -0.5; with the causal mask (both alignments agree when Nq = Nk) row i
+  // averages V over keys 0..i: O[i, :] = i / 2 - 64.
+  for (Mask m : {Mask::none, Mask::causal_bottom_right, Mask::causal_top_left}) {
+    const Problem p = make(1, 2, 2, 128, 128, 64, DType::f16, m);
+    auto value = [&](int t, std::int64_t c) {
+      return t < 2 ? 60000.0f : static_cast<float>(seq_index(c, p.seqlen_k, p.head_dim) - 64);
+    };
+    const bool causal = m != Mask::none;
+    check_exact(
+        make_inputs(p, value), [&](std::int64_t i) { return causal ? i / 2.0 - 64.0 : -0.5; },
+        [&](std::int64_t i) { return 2.88e10 + std::log(causal ? i + 1.0 : 128.0); });
+  }
+}
+
+TEST(HugeLogits, EqualLogits2e9) {
+  REQUIRE_DEVICE();
+  // bf16, Q = K = 16384: logit = 16384^2 * 8 = 2147483648 (2^31), where the one-FFMA form
+  // still held; kept as the boundary case.
+  const Problem p = make(1, 1, 1, 3, 200, 64, DType::bf16, Mask::none);
+  auto value = [&](int t, std::int64_t c) {
+    return t < 2 ? 16384.0f : static_cast<float>(seq_index(c, p.seqlen_k, p.head_dim) % 8);
+  };
+  check_exact(make_inputs(p, value), [](std::int64_t) { return (200 / 8 * 28.0) / 200.0; },
+              [](std::int64_t) { return 2147483648.0 + std::log(200.0); });
+}
+
+// Any magnitude, against the float64 reference: Q and K hold small integers, so every score
+// S is an integer that float32 holds exactly in any summation order, and a scale of 1e8 puts
+// the logits near 1e10. Only the keys that tie for the row maximum have weight; O is their
+// mean of V (which is random), LSE = max S * scale + ln(ties).
+TEST(HugeLogits, IntegerScoresHugeScale) {
+  REQUIRE_DEVICE();
+  for (DType t : {DType::f16, DType::bf16})
+    for (Mask m : {Mask::none, Mask::causal_bottom_right, Mask::causal_top_left}) {
+      Problem p = make(2, 4, 2, 100, 300, 64, t, m, Layout::bshd);
+      p.softmax_scale = 1e8f;
+      const std::uint64_t seed = seed_from_name(p.name());
+      const HostInputs random = make_random_inputs(p, seed);
+      const HostInputs in = make_inputs(p, [&](int tensor, std::int64_t c) {
+        const std::vector<double>& r = tensor == 0 ? random.q : tensor == 1 ? random.k : random.v;
+        const double x = r[static_cast<std::size_t>(c)];
+        return static_cast<float>(tensor < 2 ? std::round(2.0 * x) : x);  // integers in [-7, 7]
+      });
+      const reference::Result ref = reference::run(in);
+      DeviceCase device_case(in);
+      DeviceCase::Output out;
+      try {
+        out = run_once(device_case, kStep);
+      } catch (const Unsupported& e) {
+        if (declares_support(step::info(), p.dtype, p.head_dim)) FAIL() << "rejected a supported case: " << e.what();
+        GTEST_SKIP() << "step " << step::info().index << " does not support this case: " << e.what();
+      }
+      Problem o_only = p;
+      o_only.with_lse = false;
+      EXPECT_EQ(verify_output(o_only, ref.o, ref.lse, out.o, out.lse).failure, "") << p.name();
+      int reported = 0;
+      for (std::size_t i = 0; i < ref.lse.size(); ++i) {
+        const bool ok = ref.lse[i] == out.lse[i] || std::fabs(out.lse[i] - ref.lse[i]) <= lse_limit(ref.lse[i]);
+        if (!ok && reported++ < 5)
+          ADD_FAILURE() << p.name() << ": LSE[" << i << "] = " << out.lse[i] << ", reference " << ref.lse[i];
+      }
+    }
 }
 
 // Zero-sized problems return without a launch and without touching the outputs.

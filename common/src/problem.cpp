@@ -131,7 +131,7 @@ void parallel_ranges(std::int64_t n, Fn fn) {
 
 }  // namespace
 
-HostInputs make_random_inputs(const Problem& p, std::uint64_t seed) {
+HostInputs make_inputs(const Problem& p, const InputValue& value) {
   HostInputs in;
   in.problem = p;
   in.layout = make_layout(p);
@@ -142,21 +142,19 @@ HostInputs make_random_inputs(const Problem& p, std::uint64_t seed) {
     std::vector<double>* canon;
     const Placement* pl;
     std::int64_t H, N;
-    float offset;
-  } targets[3] = {{&in.q, &in.layout.q, p.heads_q, p.seqlen_q, 0.0f},
-                  {&in.k, &in.layout.k, p.heads_kv, p.seqlen_k, 0.0f},
-                  {&in.v, &in.layout.v, p.heads_kv, p.seqlen_k, 0.5f}};
+  } targets[3] = {{&in.q, &in.layout.q, p.heads_q, p.seqlen_q},
+                  {&in.k, &in.layout.k, p.heads_kv, p.seqlen_k},
+                  {&in.v, &in.layout.v, p.heads_kv, p.seqlen_k}};
   for (int t = 0; t < 3; ++t) {
     const Target& tg = targets[t];
     const std::int64_t n = B * tg.H * tg.N * D;
     tg.canon->resize(static_cast<std::size_t>(n));
     unsigned char* buf = in.buffers[tg.pl->buffer].data();
-    const std::uint64_t stream = splitmix64(seed + static_cast<std::uint64_t>(t));
     // Element c of the canonical [B, H, N, D] order goes to its strided place in the buffer.
-    parallel_ranges(n, [&, stream, n](std::int64_t begin, std::int64_t end) {
+    parallel_ranges(n, [&, t, n](std::int64_t begin, std::int64_t end) {
       for (std::int64_t c = begin; c < end && c < n; ++c) {
         const std::int64_t d = c % D, row = c / D, s = row % tg.N, h = row / tg.N % tg.H, b = row / (tg.N * tg.H);
-        const float x = round_to(normal_at(stream, static_cast<std::uint64_t>(c)) + tg.offset, p.dtype);
+        const float x = round_to(value(t, c), p.dtype);
         const std::int64_t e = tg.pl->offset + b * tg.pl->stride[0] + h * tg.pl->stride[1] + s * tg.pl->stride[2] + d;
         store_element(buf + e * esize, x, p.dtype);
         (*tg.canon)[static_cast<std::size_t>(c)] = x;
@@ -164,6 +162,14 @@ HostInputs make_random_inputs(const Problem& p, std::uint64_t seed) {
     });
   }
   return in;
+}
+
+HostInputs make_random_inputs(const Problem& p, std::uint64_t seed) {
+  const std::uint64_t streams[3] = {splitmix64(seed), splitmix64(seed + 1), splitmix64(seed + 2)};
+  const float offsets[3] = {0.0f, 0.0f, 0.5f};  // V is offset so that O is not centred on 0
+  return make_inputs(p, [&](int t, std::int64_t c) {
+    return normal_at(streams[t], static_cast<std::uint64_t>(c)) + offsets[t];
+  });
 }
 
 std::vector<std::int64_t> query_rows(const std::vector<std::int64_t>& rows, std::int64_t seqlen_q) {

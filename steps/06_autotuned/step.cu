@@ -219,22 +219,22 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
         if (col > last_col[s]) x = -INFINITY;
       });
     }
-    float m_new[kSlots], bias[kSlots], alpha[kSlots];
+    float m_new[kSlots], m_use[kSlots], alpha[kSlots];
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) m_new[s] = m_i[s];
     tile::row_max(s_acc, m_new);
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
-      // P = exp2(S scale_log2 - m scale_log2). A row with no visible key so far keeps
-      // m = -inf; it subtracts 0 instead, so exp2(-inf) = 0 and no NaN appears.
-      bias[s] = m_new[s] == -INFINITY ? 0.0f : m_new[s] * p.scale_log2;
+      // P = exp2((S - m) scale_log2): subtract before scaling (tile.h says why). A row with
+      // no visible key so far keeps m = -inf; it subtracts 0 instead, so P = 0 and no NaN appears.
+      m_use[s] = m_new[s] == -INFINITY ? 0.0f : m_new[s];
       // alpha rescales what was summed under the old max: exactly 1 when the max is unchanged
       // (and for a row that has seen no visible key: its sums are still 0).
       alpha[s] = m_new[s] == -INFINITY ? 1.0f : tile::exp2_approx((m_i[s] - m_new[s]) * p.scale_log2);
       m_i[s] = m_new[s];
       l_i[s] *= alpha[s];
     }
-    tile::exp2_rows(s_acc, p.scale_log2, bias);  // s_acc now holds P (unnormalised)
+    tile::exp2_rows(s_acc, m_use, p.scale_log2);  // s_acc now holds P (unnormalised)
     tile::row_sum(s_acc, l_i);
     // Rescale O only when some row's max grew (alpha != 1): after the first tiles a new
     // maximum is rare, and the multiply by exactly 1 it skips changes nothing.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,6 +80,14 @@ struct HostInputs {
   std::vector<double> k;  ///< canonical float64 copy of K
   std::vector<double> v;  ///< canonical float64 copy of V
 };
+
+/// The value of element @p c (canonical `[B, H, N, D]` index) of tensor @p tensor (0 = Q,
+/// 1 = K, 2 = V), before rounding to the problem's dtype. Called concurrently.
+using InputValue = std::function<float(int tensor, std::int64_t c)>;
+
+/// Inputs of @p p whose elements are @p value's, rounded to the problem's dtype, in the
+/// problem's layout (the tests use it for inputs with exactly known outputs).
+HostInputs make_inputs(const Problem& p, const InputValue& value);
 
 /// Draws Q, K ~ N(0, 1) and V ~ N(0.5, 1) (approximately) (the offset keeps O away from zero, so relative
 /// errors mean something), rounded to the problem's dtype. N(0, 1) is approximated by the

@@ -17,7 +17,7 @@
 ///     mma_AB(O, P, sV)        O[r][c] += sum_k P[r][k] * V[k][c]         (O += P V, P rounded to T)
 ///     row_max(S, m)           m[r]     = max(m[r], max_c S[r][c])
 ///     row_sum(S, l)           l[r]    += sum_c S[r][c]                    (this lane's part only)
-///     exp2_rows(S, a, b)      S[r][c]  = 2^(S[r][c] * a - b[r])       (exp2_approx)
+///     exp2_rows(S, m, a)      S[r][c]  = 2^((S[r][c] - m[r]) * a)     (exp2_approx)
 ///     mul_row(O, alpha)       O[r][c] *= alpha[r]
 ///     Acc::for_each(f)        f(slot, r, c, S[r][c]) for the elements this lane holds
 ///
@@ -131,10 +131,14 @@ __device__ __forceinline__ void row_sum(const Acc<ROWS, COLS>& s, float (&l)[Acc
   s.for_each([&](int slot, int, int, float x) { l[slot] += x; });
 }
 
-/// x = exp2(x * scale - bias[s]) for every element of row slot s (one FFMA and one exp2).
+/// x = exp2((x - m[s]) * scale) for every element of row slot s (FADD, FMUL and one exp2).
+/// The subtraction comes first, on purpose. The shorter exp2(x * scale - m * scale) (one FFMA)
+/// subtracts m * scale rounded to float32, which is off by up to half an ulp of itself: at a
+/// scaled logit of 2^31 that is 128, and 2^128 overflows. x - m is exact for the scores near
+/// the maximum (Sterbenz), so the row's largest term is exactly 2^0 = 1 at any magnitude.
 template <int ROWS, int COLS>
-__device__ __forceinline__ void exp2_rows(Acc<ROWS, COLS>& s, float scale, const float (&bias)[Acc<ROWS, COLS>::kSlots]) {
-  s.for_each([&](int slot, int, int, float& x) { x = exp2_approx(x * scale - bias[slot]); });
+__device__ __forceinline__ void exp2_rows(Acc<ROWS, COLS>& s, const float (&m)[Acc<ROWS, COLS>::kSlots], float scale) {
+  s.for_each([&](int slot, int, int, float& x) { x = exp2_approx((x - m[slot]) * scale); });
 }
 
 /// x *= alpha[s] for every element of row slot s.
