@@ -36,9 +36,9 @@ for preset in "${presets[@]}"; do
   record "build $preset" cmake --build "build/$preset" -j "$jobs"
   record "ctest $preset" ctest --test-dir "build/$preset" -j "$jobs" --output-on-failure --timeout 600
 done
-record "tools tests" "$py" -m pytest -q tools/tests tools/book/tests
+record "tools tests" "$py" -m pytest -q tools/results/tests tools/baselines/tests tools/book/tests
 record "fixture check" "$py" tools/extract_qkv/check_fixture.py
-record "README results table is generated" "$py" tools/results_table.py results --seqlen 8192 --check README.md
+record "README results table is generated" "$py" tools/results/results_table.py results --seqlen 8192 --check README.md
 record "book" cmake --build build/cpu --target book
 record "book in a browser" cmake --build build/cpu --target book-browser-check
 

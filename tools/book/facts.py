@@ -24,7 +24,7 @@ Keys, for every step NN of the repository:
 - ``stepNN_gemm`` -- the headline TFLOPS as a fraction of the measured dense bf16 GEMM
   ceiling (the ceiling of the tensor-core steps);
 - ``stepNN_sdpa`` -- the step against PyTorch SDPA's flash backend (the baseline
-  :data:`SDPA_BASELINE`, written by tools/sdpa_bench.py): the ratio on the headline problem,
+  :data:`SDPA_BASELINE`, written by tools/baselines/sdpa_bench.py): the ratio on the headline problem,
   and per mask its range and geometric mean over the attention benchmarks both ran (fp16 and
   bf16);
 - ``stepNN_sdpa_target`` (the steps of :data:`SDPA_TARGETS`) -- the course's target judged
@@ -58,7 +58,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TOOLS = Path(__file__).resolve().parents[1]
+TOOLS = Path(__file__).resolve().parents[1] / "results"
 sys.path.insert(0, str(TOOLS))
 import flashsteps_results as fr  # noqa: E402
 import plot_roofline as pr  # noqa: E402
@@ -67,7 +67,7 @@ HEADLINE = pr.NCU_BENCHMARK
 # The course's goal for its last CUDA-core step (03): this fraction of the fp32 FMA ceiling.
 FMA_TARGET = 0.25
 # The reference the tensor-core steps are held against: PyTorch SDPA's flash backend
-# (FlashAttention-2), as tools/sdpa_bench.py records it, and the course's goal per step: step
+# (FlashAttention-2), as tools/baselines/sdpa_bench.py records it, and the course's goal per step: step
 # TFLOPS / SDPA TFLOPS at least this at every attention benchmark both ran (fp16 and bf16,
 # both masks), as the issue states it.
 SDPA_BASELINE = "sdpa-flash"
@@ -345,7 +345,7 @@ def _sdpa_name(records: list[fr.Record]) -> str:
 
 def _sdpa_missing(step: str) -> str:
     return (f"it needs `results/<gpu>/step{step}.json` and the baseline's "
-            f"`results/<gpu>/{SDPA_BASELINE}.json` (tools/sdpa_bench.py) from the same GPU")
+            f"`results/<gpu>/{SDPA_BASELINE}.json` (tools/baselines/sdpa_bench.py) from the same GPU")
 
 
 def _problem_set(recs: list[fr.Record]) -> str:

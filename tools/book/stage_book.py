@@ -21,17 +21,17 @@ Everything generated goes to OUT/_generated/ (never into the source tree):
   ends at its ``results: ...`` line; it is copied to ``run_<gpu>_<file>.txt``), or a
   generated "not measured yet";
 - ``results/status.md``, ``results/table.md``, ``results/table_n4096.md`` -- which GPUs
-  were measured, and the TFLOPS tables printed by tools/results_table.py;
+  were measured, and the TFLOPS tables printed by tools/results/results_table.py;
 - ``results/tflops.{png,svg}`` and ``results/plot.md`` -- the figure drawn by
-  tools/plot_results.py (it shows "not measured" for a vendor with no results);
+  tools/results/plot_results.py (it shows "not measured" for a vendor with no results);
 - ``results/ceilings.md`` -- the measured roofline ceilings with how each was measured
   (``results/<gpu>/ceilings.json``, ``gemm_ceiling.json``), or "not measured yet";
 - ``results/roofline.{png,svg}``, ``results/roofline.md`` (the figure) and
-  ``results/roofline_table.md`` (its points) -- drawn by tools/plot_roofline.py from the
+  ``results/roofline_table.md`` (its points) -- drawn by tools/results/plot_roofline.py from the
   ceilings, the Nsight Compute traffic (``results/<gpu>/ncu/stepNN.csv``) and the JSON;
 - ``results/traffic.md`` -- every step's Nsight Compute counters side by side;
 - ``steps/NN_slug/results.md`` -- the step's TFLOPS per sequence length with the speed-up
-  over the previous step (tools/results_table.py --step);
+  over the previous step (tools/results/results_table.py --step);
 - ``steps/NN_slug/traffic.md`` and ``traffic_compare.md`` -- the step's counters against
   the counts its algorithm predicts (tools/book/ncu_traffic.py), and the steps up to this
   one side by side;
@@ -43,10 +43,10 @@ Everything generated goes to OUT/_generated/ (never into the source tree):
   its choices; with no table, a "not measured yet" note.
 
 From step 04 on, a step's results table also has a column per baseline measured on the
-same GPU (``results_table.py --step NN --baselines``: PyTorch SDPA from tools/sdpa_bench.py).
+same GPU (``results_table.py --step NN --baselines``: PyTorch SDPA from tools/baselines/sdpa_bench.py).
 
-The results tools are the teammates' (tools/results_table.py, tools/plot_results.py,
-tools/plot_roofline.py, tools/flashsteps_results.py); this script only runs them and wraps
+The results tools are the teammates' (tools/results/results_table.py, tools/results/plot_results.py,
+tools/results/plot_roofline.py, tools/results/flashsteps_results.py); this script only runs them and wraps
 their output. With nothing under results/ they say "not measured" themselves.
 """
 
@@ -335,9 +335,9 @@ SEARCH_SEQLENS = (1024, 4096, 16384)
 def import_tools(repo: Path):
     """The repository's results modules (its tools/ and tools/book/, not this file's)."""
     for script in RESULT_TOOLS:
-        if not (repo / "tools" / script).is_file():
-            raise StageError(f"tools/{script} is missing: the book's results come from it")
-    paths = [str(repo / "tools"), str(repo / "tools" / "book")]
+        if not (repo / "tools" / "results" / script).is_file():
+            raise StageError(f"tools/results/{script} is missing: the book's results come from it")
+    paths = [str(repo / "tools" / "results"), str(repo / "tools" / "book")]
     sys.path[:0] = paths
     try:
         return tuple(importlib.import_module(name) for name in
@@ -383,7 +383,7 @@ def load_measured(repo: Path, results: Path):
 
 
 def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path]) -> None:
-    tools = repo / "tools"
+    tools = repo / "tools" / "results"
     fr, pr, traffic, facts = import_tools(repo)
     out = gen / "results"
     out.mkdir(parents=True, exist_ok=True)
@@ -413,21 +413,21 @@ def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path]) -> N
         py = sys.executable
         for name, extra in (("table.md", []), ("table_n4096.md", ["--seqlen", "4096"])):
             table = run_tool([py, str(tools / "results_table.py"), src, *extra],
-                             "tools/results_table.py")
+                             "tools/results/results_table.py")
             write_if_changed(out / name, header + table)
             keep.add(out / name)
 
         with tempfile.TemporaryDirectory() as tmp:
             run_tool([py, str(tools / "plot_results.py"), src, "-o", str(Path(tmp) / "tflops")],
-                     "tools/plot_results.py")
+                     "tools/results/plot_results.py")
             for ext in (".png", ".svg"):
                 produced = Path(tmp) / f"tflops{ext}"
                 if not produced.is_file():
-                    raise StageError(f"tools/plot_results.py did not write {produced.name}")
+                    raise StageError(f"tools/results/plot_results.py did not write {produced.name}")
                 write_if_changed(out / f"tflops{ext}", produced.read_bytes())
                 keep.add(out / f"tflops{ext}")
         caption = ("TFLOPS per step and sequence length, bf16, drawn by "
-                   "`tools/plot_results.py` from `results/` when the book was built"
+                   "`tools/results/plot_results.py` from `results/` when the book was built"
                    + ("" if records else " (nothing measured yet: every panel says so)") + ".")
         plot = (f"{header}```{{figure}} /{GENERATED}/results/tflops.svg\n"
                 ":alt: TFLOPS of each FlashSteps step against sequence length, one row of "
@@ -443,17 +443,17 @@ def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path]) -> N
         with tempfile.TemporaryDirectory() as tmp:
             run_tool([py, str(tools / "plot_roofline.py"), src, "-o", str(Path(tmp) / "roofline"),
                       "--markdown", str(Path(tmp) / "roofline_table.md")],
-                     "tools/plot_roofline.py")
+                     "tools/results/plot_roofline.py")
             for name in ("roofline.png", "roofline.svg", "roofline_table.md"):
                 produced = Path(tmp) / name
                 if not produced.is_file():
-                    raise StageError(f"tools/plot_roofline.py did not write {name}")
+                    raise StageError(f"tools/results/plot_roofline.py did not write {name}")
                 data = produced.read_bytes()
                 write_if_changed(out / name, (header.encode() + data) if name.endswith(".md")
                                  else data)
                 keep.add(out / name)
         caption = ("Roofline of the steps on `" + pr.NCU_BENCHMARK + "`, drawn by "
-                   "`tools/plot_roofline.py` when the book was built: ceilings from "
+                   "`tools/results/plot_roofline.py` when the book was built: ceilings from "
                    "`results/<gpu>/ceilings.json` and `gemm_ceiling.json`, DRAM bytes from "
                    "Nsight Compute (`results/<gpu>/ncu/`), TFLOPS from the benchmark JSON"
                    + ("" if points else " (nothing measured yet: the panels say so)") + ".")
@@ -490,8 +490,8 @@ def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path])
         for num, slug, _ in find_steps(repo):
             out = gen / "steps" / f"{num}_{slug}"
             extra = ["--baselines"] if int(num) >= BASELINES_FROM else []
-            table = run_tool([py, str(repo / "tools" / "results_table.py"), src, "--step", num,
-                              *extra], "tools/results_table.py --step")
+            table = run_tool([py, str(repo / "tools" / "results" / "results_table.py"), src, "--step", num,
+                              *extra], "tools/results/results_table.py --step")
             pieces = {
                 "results.md": table,
                 "traffic.md": traffic.step_table(records, kernels, num),

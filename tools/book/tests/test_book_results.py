@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Tests of the book's generated results: the traffic model (ncu_traffic.py), the
 sentences with measured numbers (facts.py) and what stage_book.py writes from them, on the
-synthetic trees of tools/tests/synth.py.
+synthetic trees of tools/results/tests/synth.py.
 
     python3 -m pytest tools/book/tests -q
 """
@@ -18,7 +18,8 @@ import pytest
 
 BOOK_TOOLS = Path(__file__).resolve().parents[1]
 REPO = BOOK_TOOLS.parents[1]
-sys.path[:0] = [str(BOOK_TOOLS), str(REPO / "tools"), str(REPO / "tools" / "tests")]
+sys.path[:0] = [str(BOOK_TOOLS), str(REPO / "tools" / "results"),
+                str(REPO / "tools" / "results" / "tests")]
 
 import browser_check  # noqa: E402
 import facts  # noqa: E402

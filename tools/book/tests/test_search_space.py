@@ -20,7 +20,8 @@ import pytest
 
 BOOK_TOOLS = Path(__file__).resolve().parents[1]
 REPO = BOOK_TOOLS.parents[1]
-sys.path[:0] = [str(BOOK_TOOLS), str(REPO / "tools"), str(REPO / "tools" / "tests")]
+sys.path[:0] = [str(BOOK_TOOLS), str(REPO / "tools" / "results"),
+                str(REPO / "tools" / "results" / "tests")]
 
 import facts  # noqa: E402
 import flashsteps_results as fr  # noqa: E402
@@ -135,8 +136,9 @@ def fake_repo(tmp_path: Path, table: dict | None) -> Path:
     (repo / "steps" / "06_autotuned" / "step.cu").write_text("// step 06\n")
     (repo / "tools" / "book").mkdir(parents=True)
     (repo / "tools" / "book" / "plot_search_space.py").symlink_to(BOOK_TOOLS / "plot_search_space.py")
-    (repo / "tools" / "plot_results.py").symlink_to(REPO / "tools" / "plot_results.py")
-    (repo / "tools" / "flashsteps_results.py").symlink_to(REPO / "tools" / "flashsteps_results.py")
+    (repo / "tools" / "results").mkdir(parents=True)
+    for name in ("plot_results.py", "flashsteps_results.py"):
+        (repo / "tools" / "results" / name).symlink_to(REPO / "tools" / "results" / name)
     if table is not None:
         write(repo / "steps" / "06_autotuned" / "tuned" / "test-gpu.json", table)
     return repo
