@@ -298,3 +298,14 @@ def test_run_output_includes_the_step_part_of_a_combined_capture(tmp_path):
     assert copy.read_text() == "== bench_step04\nstep 4 output\nresults: x/step04.json\n"
     assert copy in keep
     assert "step 5" in (gen / "steps" / "05_causal" / "run_gpu-a_steps04-05.txt").read_text()
+
+
+def test_no_chapter_line_of_text_ends_with_a_tag():
+    """Jinja removes the line break after a block tag: text ending in one would run into the
+    next line. A tag ends a line only when the line holds nothing else."""
+    bad = []
+    for md in sorted((REPO / "book").rglob("*.md")):
+        for n, line in enumerate(md.read_text(encoding="utf-8").splitlines(), 1):
+            if line.rstrip().endswith("%}") and not re.fullmatch(r"\s*\{%.*?%\}\s*", line):
+                bad.append(f"{md.relative_to(REPO)}:{n}")
+    assert not bad, bad
