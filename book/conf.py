@@ -20,18 +20,16 @@ extensions = ["myst_parser", "breathe", "flashsteps_mathml"]
 # Chapters are Markdown (MyST); code only ever enters through literalinclude.
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-myst_enable_extensions = ["colon_fence", "dollarmath", "deflist", "substitution"]
+myst_enable_extensions = ["colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
 
-# Sentences with measured numbers, generated from results/ by tools/book/facts.py: a chapter
-# writes {{ step03_fma }} instead of typing a number. An unknown key fails the build.
-_FACTS = SRC / "_generated" / "facts.json"
-if not _FACTS.is_file():
-    raise RuntimeError(f"{_FACTS} is missing: the book is built by the `book` target, "
-                       "which runs tools/book/stage_book.py first")
-import json  # noqa: E402
-
-myst_substitutions = json.loads(_FACTS.read_text(encoding="utf-8"))
+# Measured numbers are already in the chapters: stage_book.py renders each one through Jinja
+# with the values of tools/book/facts.py (a chapter writes {{ step03.fma[0].pct }} and keeps
+# its "not measured yet" branch in {% if %} blocks). Built without staging, they would be
+# missing.
+if not (SRC / "_generated" / "facts.json").is_file():
+    raise RuntimeError(f"{SRC / '_generated' / 'facts.json'} is missing: the book is built by "
+                       "the `book` target, which runs tools/book/stage_book.py first")
 
 # The staged tree links steps/, common/, results/, ... next to the chapters so that
 # literalinclude can name files by their repository path; none of that is a document.

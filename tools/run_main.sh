@@ -31,11 +31,11 @@ else
   echo "No GPU found (no nvidia-smi or rocminfo device): the steps were not run."
   echo "The plot below is redrawn from the results already in results/."
 fi
-"$py" tools/plot_results.py "$results" -o "$results/tflops"
+"$py" tools/results/plot_results.py "$results" -o "$results/tflops"
 if [ "$results" = "$root/results" ]; then
-  "$py" tools/results_table.py results --seqlen 8192 --update README.md
+  "$py" tools/results/results_table.py results --seqlen 8192 --update README.md
   echo "Plot: results/tflops.png and .svg; table: README.md (Results)."
 else
-  "$py" tools/results_table.py "$results" --seqlen 8192
+  "$py" tools/results/results_table.py "$results" --seqlen 8192
   echo "Plot: $results/tflops.png and .svg (FLASHSTEPS_PUBLISH=1 writes to results/ instead)."
 fi

@@ -2,7 +2,8 @@
 # The test job (README, Quick start, second command; CI runs it through .ci/run): set up,
 # build every preset the machine can build (cpu; cuda when nvcc is present; hip), run all
 # tests (GPU tests skip without a GPU; the ISA checks run anywhere), the tools' tests, the
-# fixture check, the results-table check, and build and check the book in a headless browser.
+# fixture check, the results-table and step-header checks, and build and check the book in a
+# headless browser.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -36,9 +37,10 @@ for preset in "${presets[@]}"; do
   record "build $preset" cmake --build "build/$preset" -j "$jobs"
   record "ctest $preset" ctest --test-dir "build/$preset" -j "$jobs" --output-on-failure --timeout 600
 done
-record "tools tests" "$py" -m pytest -q tools/tests tools/book/tests
+record "tools tests" "$py" -m pytest -q tools/results/tests tools/baselines/tests tools/book/tests
 record "fixture check" "$py" tools/extract_qkv/check_fixture.py
-record "README results table is generated" "$py" tools/results_table.py results --seqlen 8192 --check README.md
+record "README results table is generated" "$py" tools/results/results_table.py results --seqlen 8192 --check README.md
+record "step headers agree with the results" "$py" tools/results/check_step_headers.py results steps
 record "book" cmake --build build/cpu --target book
 record "book in a browser" cmake --build build/cpu --target book-browser-check
 

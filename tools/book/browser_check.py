@@ -18,7 +18,7 @@ event and writes what it finds into the DOM that Chromium dumps. The check fails
   fell back to an error.
 
 It also saves screenshots of the front page, of every step chapter, of the roofline
-section of the measuring chapter and of step 06's search-space section
+section of the measuring chapter and of the search-space section of every tuned step
 (``--window-size=1280,2000``) to --screenshots. Debian: ``apt-get install chromium``; as
 root Chromium needs ``--no-sandbox``, which this script passes.
 """
@@ -147,6 +147,20 @@ def run_chromium(chromium: str, args: list[str], timeout: int = 120) -> subproce
                           timeout=timeout)
 
 
+def section_including(chapter: Path, name: str) -> str | None:
+    """The anchor of the section of a staged chapter that includes a generated file called
+    ``name`` (MyST's heading slug), or None."""
+    if not chapter.is_file():
+        return None
+    heading = None
+    for line in chapter.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+        elif line.startswith("```{include}") and line.rstrip().endswith("/" + name) and heading:
+            return re.sub(r"[^\w\- ]", "", heading.lower()).strip().replace(" ", "-")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--html", type=Path, required=True, help="the built site")
@@ -211,9 +225,11 @@ def main(argv: list[str] | None = None) -> int:
         shots += [(page, f"{Path(page).stem}.png") for page in steps]
         if "measuring.html" in titles:  # the roofline figure, scrolled to
             shots.append(("measuring.html?scroll=the-roofline", "measuring_roofline.png"))
-        if "steps/06_autotuned.html" in titles:  # step 06's search-space figure
-            shots.append(("steps/06_autotuned.html?scroll=the-search-space-measured",
-                          "06_autotuned_search_space.png"))
+        for page in steps:  # a tuned step's search-space figure, scrolled to
+            anchor = section_including(args.src / f"{page[:-len('.html')]}.md",
+                                       "search_space.md")
+            if anchor:
+                shots.append((f"{page}?scroll={anchor}", f"{Path(page).stem}_search_space.png"))
         for page, name in shots:
             out = args.screenshots.resolve() / name
             out.unlink(missing_ok=True)

@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-TOOLS = Path(__file__).resolve().parents[1]
+TOOLS = Path(__file__).resolve().parents[1] / "results"
 sys.path.insert(0, str(TOOLS))
 import flashsteps_results as fr  # noqa: E402
 import plot_roofline as pr  # noqa: E402

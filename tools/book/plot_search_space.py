@@ -262,7 +262,7 @@ def plot(table: Table, out_prefix: Path, dtype: str = "bf16",
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    tools = str(Path(__file__).resolve().parents[1])
+    tools = str(Path(__file__).resolve().parents[1] / "results")
     if tools not in sys.path:
         sys.path.insert(0, tools)
     from plot_results import save_figure  # the repository's deterministic figure writer

@@ -21,32 +21,39 @@ Everything generated goes to OUT/_generated/ (never into the source tree):
   ends at its ``results: ...`` line; it is copied to ``run_<gpu>_<file>.txt``), or a
   generated "not measured yet";
 - ``results/status.md``, ``results/table.md``, ``results/table_n4096.md`` -- which GPUs
-  were measured, and the TFLOPS tables printed by tools/results_table.py;
+  were measured, and the TFLOPS tables printed by tools/results/results_table.py;
 - ``results/tflops.{png,svg}`` and ``results/plot.md`` -- the figure drawn by
-  tools/plot_results.py (it shows "not measured" for a vendor with no results);
+  tools/results/plot_results.py (it shows "not measured" for a vendor with no results);
 - ``results/ceilings.md`` -- the measured roofline ceilings with how each was measured
   (``results/<gpu>/ceilings.json``, ``gemm_ceiling.json``), or "not measured yet";
 - ``results/roofline.{png,svg}``, ``results/roofline.md`` (the figure) and
-  ``results/roofline_table.md`` (its points) -- drawn by tools/plot_roofline.py from the
+  ``results/roofline_table.md`` (its points) -- drawn by tools/results/plot_roofline.py from the
   ceilings, the Nsight Compute traffic (``results/<gpu>/ncu/stepNN.csv``) and the JSON;
 - ``results/traffic.md`` -- every step's Nsight Compute counters side by side;
 - ``steps/NN_slug/results.md`` -- the step's TFLOPS per sequence length with the speed-up
-  over the previous step (tools/results_table.py --step);
+  over the previous step (tools/results/results_table.py --step);
 - ``steps/NN_slug/traffic.md`` and ``traffic_compare.md`` -- the step's counters against
   the counts its algorithm predicts (tools/book/ncu_traffic.py), and the steps up to this
   one side by side;
-- ``facts.json`` -- sentences with measured numbers (tools/book/facts.py), which conf.py
-  gives to MyST as substitutions: a chapter writes ``{{ step03_fma }}``;
-- ``steps/06_autotuned/search_space.md`` (when step 06 exists) -- for every tuning table
-  checked in under ``steps/06_autotuned/tuned/``, the figure of its search space
+- ``facts.json`` -- the measured values (tools/book/facts.py) every chapter is rendered
+  with: the chapters in OUT are book/'s chapters passed through Jinja, so a chapter writes
+  ``{{ step03.fma[0].pct }}`` and keeps its "not measured yet" branch in ``{% if %}`` or
+  ``{% for %} ... {% else %}`` blocks (an unknown name fails the build);
+- ``steps/NN_slug/search_space.md`` (every step with a ``tuned/`` folder) -- for every
+  tuning table checked in there, the figure of its search space
   (``search_space_<table>.{png,svg}``, tools/book/plot_search_space.py) and the table of
   its choices; with no table, a "not measured yet" note.
 
-From step 04 on, a step's results table also has a column per baseline measured on the
-same GPU (``results_table.py --step NN --baselines``: PyTorch SDPA from tools/sdpa_bench.py).
+Which steps there are, and which step each is diffed against (its base), comes from the
+build's registry ``<build>/steps.json`` (``--steps-json``, written by the root CMake
+project), or, without it, from the ``steps/NN_slug/step.cu`` folders, each based on the step
+before it (tools/book/step_registry.py). No step is named here.
 
-The results tools are the teammates' (tools/results_table.py, tools/plot_results.py,
-tools/plot_roofline.py, tools/flashsteps_results.py); this script only runs them and wraps
+From step 04 on, a step's results table also has a column per baseline measured on the
+same GPU (``results_table.py --step NN --baselines``: PyTorch SDPA from tools/baselines/sdpa_bench.py).
+
+The results tools are the teammates' (tools/results/results_table.py, tools/results/plot_results.py,
+tools/results/plot_roofline.py, tools/results/flashsteps_results.py); this script only runs them and wraps
 their output. With nothing under results/ they say "not measured" themselves.
 """
 
@@ -65,7 +72,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-STEP_DIR_RE = re.compile(r"^(\d{2})_([a-z0-9_]+)$")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import step_registry  # noqa: E402
+from step_registry import Step  # noqa: E402
+
 # Captured output of one step (results/<gpu>/stepNN.txt), and the header line of one step's
 # part in a file that captured several (e.g. results/<gpu>/steps04-06.txt).
 STEP_TXT_RE = re.compile(r"^step\d{2}\.txt$")
@@ -145,8 +155,10 @@ def link(link_path: Path, entry: Path) -> None:
     link_path.symlink_to(target, target_is_directory=entry.is_dir())
 
 
-def stage_sources(repo: Path, book: Path, out: Path) -> None:
-    """Copy book/ to OUT and link the repository's entries beside the chapters.
+def stage_sources(repo: Path, book: Path, out: Path, render=None) -> None:
+    """Copy book/ to OUT and link the repository's entries beside the chapters; with
+    ``render`` (a function of the chapter's path returning its text), every chapter (*.md)
+    is written as ``render`` returns it instead of copied.
 
     A repository folder whose name the book also uses (steps/: the repository's step
     sources, the book's step chapters) is merged one level down: OUT/steps holds the
@@ -165,7 +177,12 @@ def stage_sources(repo: Path, book: Path, out: Path) -> None:
         for parent in reversed(rel.parents[:-1]):  # a link where a book folder now goes
             if (out / parent).is_symlink():
                 (out / parent).unlink()
-        copy_if_changed(path, dst)
+        if render is not None and path.suffix == ".md":
+            if dst.is_symlink():
+                dst.unlink()
+            write_if_changed(dst, render(path))
+        else:
+            copy_if_changed(path, dst)
         keep.add(dst)
     # 2. links to the repository's entries
     for entry in sorted(repo.iterdir()):
@@ -195,16 +212,10 @@ def stage_sources(repo: Path, book: Path, out: Path) -> None:
 
 # ----------------------------------------------------------------------------- steps
 
-def find_steps(repo: Path) -> list[tuple[str, str, Path]]:
-    """(number "01", slug "naive", dir) for every steps/NN_slug/step.cu, in order."""
-    steps = []
-    steps_dir = repo / "steps"
-    if steps_dir.is_dir():
-        for d in sorted(steps_dir.iterdir()):
-            m = STEP_DIR_RE.match(d.name)
-            if m and (d / "step.cu").is_file():
-                steps.append((m[1], m[2], d))
-    return steps
+def find_steps(repo: Path, steps: list[Step] | None = None) -> list[Step]:
+    """The steps the book covers: ``steps`` when the caller has them (from the build's
+    registry), else every steps/NN_slug/step.cu, each based on the one before it."""
+    return steps if steps is not None else step_registry.from_folders(repo)
 
 
 def step_diff(prev: Path, cur: Path, repo: Path) -> tuple[str, int, int]:
@@ -243,14 +254,16 @@ def capture_sections(text: str) -> dict[str, str]:
     return {num: "\n".join(lines) + "\n" for num, lines in sections.items()}
 
 
-def generate_steps(repo: Path, gen: Path, results: Path, keep: set[Path]) -> None:
-    steps = find_steps(repo)
-    for index, (num, slug, d) in enumerate(steps):
-        name = f"{num}_{slug}"
+def generate_steps(repo: Path, gen: Path, results: Path, keep: set[Path],
+                   steps: list[Step] | None = None) -> None:
+    steps = find_steps(repo, steps)
+    numbered = step_registry.by_number(steps)
+    for step in steps:
+        num, name, d = step.number, step.name, step.folder
         out = gen / "steps" / name
         cur = d / "step.cu"
         lines_total = len(cur.read_text(encoding="utf-8").splitlines())
-        if index == 0:
+        if step.base is None:
             changes = (
                 "<!-- generated by tools/book/stage_book.py; do not edit -->\n"
                 f"Step {num} is the first step of the series: there is no previous step to "
@@ -258,8 +271,9 @@ def generate_steps(repo: Path, gen: Path, results: Path, keep: set[Path]) -> Non
                 f"({lines_total} lines) is new. Every later chapter shows here the "
                 "generated diff against its predecessor.\n")
         else:
-            pnum, pslug, pd = steps[index - 1]
-            diff, added, removed = step_diff(pd / "step.cu", cur, repo)
+            base = numbered[step.base]
+            pnum, pslug = base.number, base.slug
+            diff, added, removed = step_diff(base.source, cur, repo)
             write_if_changed(out / "step.diff", diff)
             keep.add(out / "step.diff")
             if not diff:
@@ -325,19 +339,17 @@ RESULT_TOOLS = ("results_table.py", "plot_results.py", "plot_roofline.py", "flas
 HEADER = "<!-- generated by tools/book/stage_book.py from results/; do not edit -->\n"
 # Steps from this one on are compared with the baselines (PyTorch SDPA) in their results table.
 BASELINES_FROM = 4
-# Step 06's tuning tables, and the sequence lengths its search-space figure shows (those of
-# them that the table holds; all of its lengths when it holds none of these).
-SEARCH_STEP = "06_autotuned"
-TUNED_DIR = Path("steps") / SEARCH_STEP / "tuned"
+# The sequence lengths a search-space figure shows (those of them that the tuning table
+# holds; all of its lengths when it holds none of these).
 SEARCH_SEQLENS = (1024, 4096, 16384)
 
 
 def import_tools(repo: Path):
     """The repository's results modules (its tools/ and tools/book/, not this file's)."""
     for script in RESULT_TOOLS:
-        if not (repo / "tools" / script).is_file():
-            raise StageError(f"tools/{script} is missing: the book's results come from it")
-    paths = [str(repo / "tools"), str(repo / "tools" / "book")]
+        if not (repo / "tools" / "results" / script).is_file():
+            raise StageError(f"tools/results/{script} is missing: the book's results come from it")
+    paths = [str(repo / "tools" / "results"), str(repo / "tools" / "book")]
     sys.path[:0] = paths
     try:
         return tuple(importlib.import_module(name) for name in
@@ -347,7 +359,7 @@ def import_tools(repo: Path):
 
 
 def import_search_space(repo: Path):
-    """The repository's tools/book/plot_search_space.py (step 06's tuning tables)."""
+    """The repository's tools/book/plot_search_space.py (the steps' tuning tables)."""
     path = str(repo / "tools" / "book")
     sys.path.insert(0, path)
     try:
@@ -356,14 +368,18 @@ def import_search_space(repo: Path):
         sys.path.remove(path)
 
 
-def load_tuning(repo: Path):
-    """The tuning tables checked in under steps/06_autotuned/tuned/ (none: an empty list).
-    A malformed table fails the build loudly, as a malformed result file does."""
+def load_tuning(repo: Path, steps: list[Step] | None = None) -> dict[str, list]:
+    """Per step with a ``tuned/`` folder, the tuning tables checked in there (possibly
+    none). A malformed table fails the build loudly, as a malformed result file does."""
     pss = import_search_space(repo)
-    try:
-        return pss.load_tables(repo / TUNED_DIR)
-    except pss.TableError as exc:
-        raise StageError(f"tuning table: {exc}") from None
+    out = {}
+    for step in find_steps(repo, steps):
+        if step.tuned is not None:
+            try:
+                out[step.number] = pss.load_tables(step.tuned)
+            except pss.TableError as exc:
+                raise StageError(f"tuning table: {exc}") from None
+    return out
 
 
 def load_measured(repo: Path, results: Path):
@@ -382,8 +398,49 @@ def load_measured(repo: Path, results: Path):
     return records, ceilings, kernels, points
 
 
-def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path]) -> None:
-    tools = repo / "tools"
+def measured_facts(repo: Path, results: Path, steps: list[Step] | None = None) -> dict:
+    """The values the chapters are rendered with (tools/book/facts.py)."""
+    _, _, _, facts = import_tools(repo)
+    records, ceilings, _, points = load_measured(repo, results)
+    try:  # a report that lacks what the facts read fails the build, naming the file
+        profiles = facts.load_profiles(results)
+        return facts.facts(records, ceilings, points, find_steps(repo, steps),
+                           load_tuning(repo, steps), profiles)
+    except facts.ProfileError as exc:
+        raise StageError(f"Nsight Compute report: {exc}") from None
+
+
+def render_chapter(path: Path, values: dict, filters: dict | None = None) -> str:
+    """A chapter rendered through Jinja with the measured values: ``{{ step03.fma }}`` and
+    ``{% if %}``/``{% for %}`` blocks. An unknown name or a syntax error fails, naming the
+    chapter and line."""
+    import jinja2
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True,
+                             autoescape=False)
+    env.filters.update(filters or {})
+    text = path.read_text(encoding="utf-8")
+    try:
+        return env.from_string(text).render(values)
+    except jinja2.TemplateSyntaxError as exc:
+        raise StageError(f"{path}:{exc.lineno}: {exc.message}") from None
+    except jinja2.TemplateError as exc:
+        line = next((f":{tb.tb_lineno}" for tb in _traceback_lines(exc)), "")
+        raise StageError(f"{path}{line}: {exc}") from None
+
+
+def _traceback_lines(exc: BaseException):
+    """The template's frames of a Jinja error (their line numbers are the chapter's)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            yield tb
+        tb = tb.tb_next
+
+
+def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path],
+                     steps: list[Step] | None = None) -> None:
+    tools = repo / "tools" / "results"
     fr, pr, traffic, facts = import_tools(repo)
     out = gen / "results"
     out.mkdir(parents=True, exist_ok=True)
@@ -413,21 +470,21 @@ def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path]) -> N
         py = sys.executable
         for name, extra in (("table.md", []), ("table_n4096.md", ["--seqlen", "4096"])):
             table = run_tool([py, str(tools / "results_table.py"), src, *extra],
-                             "tools/results_table.py")
+                             "tools/results/results_table.py")
             write_if_changed(out / name, header + table)
             keep.add(out / name)
 
         with tempfile.TemporaryDirectory() as tmp:
             run_tool([py, str(tools / "plot_results.py"), src, "-o", str(Path(tmp) / "tflops")],
-                     "tools/plot_results.py")
+                     "tools/results/plot_results.py")
             for ext in (".png", ".svg"):
                 produced = Path(tmp) / f"tflops{ext}"
                 if not produced.is_file():
-                    raise StageError(f"tools/plot_results.py did not write {produced.name}")
+                    raise StageError(f"tools/results/plot_results.py did not write {produced.name}")
                 write_if_changed(out / f"tflops{ext}", produced.read_bytes())
                 keep.add(out / f"tflops{ext}")
         caption = ("TFLOPS per step and sequence length, bf16, drawn by "
-                   "`tools/plot_results.py` from `results/` when the book was built"
+                   "`tools/results/plot_results.py` from `results/` when the book was built"
                    + ("" if records else " (nothing measured yet: every panel says so)") + ".")
         plot = (f"{header}```{{figure}} /{GENERATED}/results/tflops.svg\n"
                 ":alt: TFLOPS of each FlashSteps step against sequence length, one row of "
@@ -443,17 +500,17 @@ def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path]) -> N
         with tempfile.TemporaryDirectory() as tmp:
             run_tool([py, str(tools / "plot_roofline.py"), src, "-o", str(Path(tmp) / "roofline"),
                       "--markdown", str(Path(tmp) / "roofline_table.md")],
-                     "tools/plot_roofline.py")
+                     "tools/results/plot_roofline.py")
             for name in ("roofline.png", "roofline.svg", "roofline_table.md"):
                 produced = Path(tmp) / name
                 if not produced.is_file():
-                    raise StageError(f"tools/plot_roofline.py did not write {name}")
+                    raise StageError(f"tools/results/plot_roofline.py did not write {name}")
                 data = produced.read_bytes()
                 write_if_changed(out / name, (header.encode() + data) if name.endswith(".md")
                                  else data)
                 keep.add(out / name)
         caption = ("Roofline of the steps on `" + pr.NCU_BENCHMARK + "`, drawn by "
-                   "`tools/plot_roofline.py` when the book was built: ceilings from "
+                   "`tools/results/plot_roofline.py` when the book was built: ceilings from "
                    "`results/<gpu>/ceilings.json` and `gemm_ceiling.json`, DRAM bytes from "
                    "Nsight Compute (`results/<gpu>/ncu/`), TFLOPS from the benchmark JSON"
                    + ("" if points else " (nothing measured yet: the panels say so)") + ".")
@@ -464,34 +521,31 @@ def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path]) -> N
         write_if_changed(out / "roofline.md", figure)
         keep.add(out / "roofline.md")
 
-    steps = sorted({k.step for k in kernels}, key=fr.step_sort_key)
-    write_if_changed(out / "traffic.md", header + traffic.compare_table(records, kernels, steps))
+    profiled = sorted({k.step for k in kernels}, key=fr.step_sort_key)
+    write_if_changed(out / "traffic.md", header + traffic.compare_table(records, kernels, profiled))
     keep.add(out / "traffic.md")
 
-    numbers = [num for num, _, _ in find_steps(repo)]
-    tables = load_tuning(repo)
-    try:  # a report that lacks what the facts read fails the build, naming the file
-        profiles = facts.load_profiles(results)
-        substitutions = facts.facts(records, ceilings, points, numbers, tables, profiles)
-    except facts.ProfileError as exc:
-        raise StageError(f"Nsight Compute report: {exc}") from None
-    write_if_changed(gen / "facts.json", json.dumps(substitutions, indent=1, sort_keys=True) + "\n")
+    values = measured_facts(repo, results, steps)
+    write_if_changed(gen / "facts.json", json.dumps(values, indent=1, sort_keys=True) + "\n")
     keep.add(gen / "facts.json")
 
 
-def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path]) -> None:
+def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path],
+                          steps: list[Step] | None = None) -> None:
     """Per step: its results table (TFLOPS per N, speed-up) and its traffic tables."""
     fr, _, traffic, _ = import_tools(repo)
     records, _, kernels, _ = load_measured(repo, results)
     py = sys.executable
-    numbers = [num for num, _, _ in find_steps(repo)]
+    steps = find_steps(repo, steps)
+    numbers = [s.number for s in steps]
     with tempfile.TemporaryDirectory() as empty:
         src = str(results) if results.is_dir() else empty
-        for num, slug, _ in find_steps(repo):
-            out = gen / "steps" / f"{num}_{slug}"
+        for step in steps:
+            num = step.number
+            out = gen / "steps" / step.name
             extra = ["--baselines"] if int(num) >= BASELINES_FROM else []
-            table = run_tool([py, str(repo / "tools" / "results_table.py"), src, "--step", num,
-                              *extra], "tools/results_table.py --step")
+            table = run_tool([py, str(repo / "tools" / "results" / "results_table.py"), src, "--step", num,
+                              *extra], "tools/results/results_table.py --step")
             pieces = {
                 "results.md": table,
                 "traffic.md": traffic.step_table(records, kernels, num),
@@ -503,43 +557,46 @@ def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path])
                 keep.add(out / name)
 
 
-def generate_search_space(repo: Path, gen: Path, keep: set[Path]) -> None:
-    """Step 06's search space: per checked-in tuning table, its figure and its choices."""
-    if not any(f"{num}_{slug}" == SEARCH_STEP for num, slug, _ in find_steps(repo)):
-        return
+def generate_search_space(repo: Path, gen: Path, keep: set[Path],
+                          steps: list[Step] | None = None) -> None:
+    """Per step with a ``tuned/`` folder: for every tuning table in it, the figure of the
+    search space and the table of its choices (``search_space.md``), or "not measured yet"."""
     pss = import_search_space(repo)
-    out = gen / "steps" / SEARCH_STEP
-    tables = load_tuning(repo)
-    parts = ["<!-- generated by tools/book/stage_book.py from steps/06_autotuned/tuned/; "
-             "do not edit -->"]
-    for table in tables:
-        dtype = "bf16" if "bf16" in table.dtypes else (table.dtypes or ["bf16"])[0]
-        present = {e.shape.seqlen for e in table.standard(dtype)}
-        seqlens = [n for n in SEARCH_SEQLENS if n in present] or None
-        stem = f"search_space_{table.path.stem}"
-        with tempfile.TemporaryDirectory() as tmp:
-            for produced in pss.plot(table, Path(tmp) / stem, dtype, seqlens):
-                write_if_changed(out / produced.name, produced.read_bytes())
-                keep.add(out / produced.name)
-        shown = (f"N = {', '.join(str(n) for n in seqlens)}" if seqlens
-                 else "every sequence length of the table")
-        parts.append(
-            f"```{{figure}} /{GENERATED}/steps/{SEARCH_STEP}/{stem}.svg\n"
-            f":alt: Bar chart: {dtype} TFLOPS of every configuration of step 06's search space "
-            "per head dim, mask and sequence length, the tuner's choice outlined\n"
-            ":width: 100%\n\n"
-            f"Step 06's search space on the {', '.join(table.devices) or 'unnamed device'}: every "
-            f"configuration timed by `tune_step06` ({dtype}, {shown}), drawn by "
-            f"`tools/book/plot_search_space.py` from `{TUNED_DIR.as_posix()}/{table.path.name}` "
-            "when the book was built. The outlined bar with the marker is the tuner's choice.\n"
-            "```")
-        parts.append(pss.choices_markdown(table, dtype).rstrip("\n"))
-    if not tables:
-        parts.append(f"*Not measured yet:* the figure of the search space is drawn here from "
-                     f"`{TUNED_DIR.as_posix()}/<gpu>.json` (written by `tune_step06 --out`) "
-                     "once such a table is committed and the book is rebuilt.")
-    write_if_changed(out / "search_space.md", "\n\n".join(parts) + "\n")
-    keep.add(out / "search_space.md")
+    tables_of = load_tuning(repo, steps)
+    for step in find_steps(repo, steps):
+        if step.number not in tables_of:
+            continue
+        out = gen / "steps" / step.name
+        tuned = step.tuned.relative_to(repo).as_posix()
+        parts = [f"<!-- generated by tools/book/stage_book.py from {tuned}/; do not edit -->"]
+        for table in tables_of[step.number]:
+            dtype = "bf16" if "bf16" in table.dtypes else (table.dtypes or ["bf16"])[0]
+            present = {e.shape.seqlen for e in table.standard(dtype)}
+            seqlens = [n for n in SEARCH_SEQLENS if n in present] or None
+            stem = f"search_space_{table.path.stem}"
+            with tempfile.TemporaryDirectory() as tmp:
+                for produced in pss.plot(table, Path(tmp) / stem, dtype, seqlens):
+                    write_if_changed(out / produced.name, produced.read_bytes())
+                    keep.add(out / produced.name)
+            shown = (f"N = {', '.join(str(n) for n in seqlens)}" if seqlens
+                     else "every sequence length of the table")
+            parts.append(
+                f"```{{figure}} /{GENERATED}/steps/{step.name}/{stem}.svg\n"
+                f":alt: Bar chart: {dtype} TFLOPS of every configuration of step {step.number}'s "
+                "search space per head dim, mask and sequence length, the tuner's choice "
+                "outlined\n:width: 100%\n\n"
+                f"Step {step.number}'s search space on the "
+                f"{', '.join(table.devices) or 'unnamed device'}: every configuration timed by "
+                f"the tuner ({dtype}, {shown}), drawn by `tools/book/plot_search_space.py` from "
+                f"`{tuned}/{table.path.name}` when the book was built. The outlined bar with the "
+                "marker is the tuner's choice.\n```")
+            parts.append(pss.choices_markdown(table, dtype).rstrip("\n"))
+        if not tables_of[step.number]:
+            parts.append(f"*Not measured yet:* the figure of the search space is drawn here from "
+                         f"`{tuned}/<gpu>.json` (written by the step's tuner with `--out`) "
+                         "once such a table is committed and the book is rebuilt.")
+        write_if_changed(out / "search_space.md", "\n\n".join(parts) + "\n")
+        keep.add(out / "search_space.md")
 
 
 def ceilings_markdown(ceilings) -> str:
@@ -629,23 +686,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--book", type=Path, help="chapters (default: REPO/book)")
     ap.add_argument("--doxygen-xml", type=Path, required=True, help="Doxygen's XML output")
     ap.add_argument("--doxygen-html", type=Path, help="Doxygen's HTML, published as doxygen/")
+    ap.add_argument("--steps-json", type=Path,
+                    help="the build's step registry (<build>/steps.json); when it is not given "
+                         "or not there, every steps/NN_slug/step.cu, each based on the step "
+                         "before it")
     args = ap.parse_args(argv)
     repo = args.repo.resolve()
     book = (args.book or repo / "book").resolve()
     out = args.out.resolve()
     results = repo / "results"
     try:
-        stage_sources(repo, book, out)
+        steps = step_registry.discover(repo, args.steps_json)
+        registered = args.steps_json is not None and args.steps_json.is_file()
+        print(f"stage_book: {len(steps)} steps, from "
+              + (str(args.steps_json) if registered else "the steps/NN_slug folders"))
+        values = measured_facts(repo, results, steps)
+        filters = import_tools(repo)[3].FILTERS
+        stage_sources(repo, book, out, lambda path: render_chapter(path, values, filters))
         gen = out / GENERATED
         keep: set[Path] = set()
-        generate_steps(repo, gen, results, keep)
-        generate_results(repo, gen, results, keep)
-        generate_step_results(repo, gen, results, keep)
-        generate_search_space(repo, gen, keep)
+        generate_steps(repo, gen, results, keep, steps)
+        generate_results(repo, gen, results, keep, steps)
+        generate_step_results(repo, gen, results, keep, steps)
+        generate_search_space(repo, gen, keep, steps)
         generate_api(repo, gen, args.doxygen_xml.resolve(),
                      args.doxygen_html.resolve() if args.doxygen_html else None, out, keep)
         prune(gen, keep)
-    except (StageError, OSError, UnicodeDecodeError) as exc:
+    except (StageError, step_registry.RegistryError, OSError, UnicodeDecodeError) as exc:
         print(f"stage_book: error: {exc}", file=sys.stderr)
         return 1
     print(f"stage_book: {out} ({len(keep)} generated files)")

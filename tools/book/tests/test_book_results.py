@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Tests of the book's generated results: the traffic model (ncu_traffic.py), the
-sentences with measured numbers (facts.py) and what stage_book.py writes from them, on the
-synthetic trees of tools/tests/synth.py.
+measured values (facts.py), the chapters' sentences rendered with them, and what
+stage_book.py writes, on the
+synthetic trees of tools/results/tests/synth.py.
 
     python3 -m pytest tools/book/tests -q
 """
@@ -18,12 +19,14 @@ import pytest
 
 BOOK_TOOLS = Path(__file__).resolve().parents[1]
 REPO = BOOK_TOOLS.parents[1]
-sys.path[:0] = [str(BOOK_TOOLS), str(REPO / "tools"), str(REPO / "tools" / "tests")]
+sys.path[:0] = [str(BOOK_TOOLS), str(REPO / "tools" / "results"),
+                str(REPO / "tools" / "results" / "tests")]
 
 import browser_check  # noqa: E402
 import facts  # noqa: E402
 import flashsteps_results as fr  # noqa: E402
 import ncu_traffic  # noqa: E402
+import rendered  # noqa: E402
 import plot_roofline as pr  # noqa: E402
 import stage_book  # noqa: E402
 import synth  # noqa: E402
@@ -85,41 +88,56 @@ def test_traffic_tables(tmp_path):
     assert "No traffic model for step 09" in nine and "(exact)" not in nine
 
 
-# --- facts ---------------------------------------------------------------------------------
+# --- facts and the chapters' sentences ----------------------------------------------------
 
 def test_facts_from_synthetic_results(tmp_path):
     records, ceilings, _, points = loaded(synth.make_tree(tmp_path / "r"))
-    f = facts.facts(records, ceilings, points, ["01", "02", "03", "04"])
-    assert f["step03_headline"] == (
-        f"On the NVIDIA Test GPU (synthetic), step 03 runs `{synth.HEADLINE}` at 20.0 TFLOPS, "
-        "2.00 times as fast as step 02 (10.0 TFLOPS).")
-    assert "40 % of the fp32 FMA ceiling measured on the same GPU (50 TFLOP/s)" in \
-        f["step03_fma"]
-    assert "meets the course's target of at least 25 % of the fp32 FMA ceiling (40.0 %)" \
-        in f["step03_fma_target"]
-    assert "falls short of" in f["step02_fma_target"]              # 10 of 50 = 20 %
-    assert "ranges from 2.00 to 2.00" in f["step03_speedups"]       # 20/10 and 18/9
+    v = rendered.values(records, ceilings, points)
+    text = rendered.prose(v)
+    assert (f"On the NVIDIA Test GPU (synthetic), step 03 runs `{synth.HEADLINE}` at 20.0 TFLOPS, "
+            "2.00 times as fast as step 02 (10.0 TFLOPS).") in text
+    assert "40 % of the fp32 FMA ceiling measured on the same GPU (50 TFLOP/s)" in text
+    assert "step 03 meets the course's target of at least 25 % of the fp32 FMA ceiling " \
+           "(40.0 %)" in text
+    assert v["step02"]["fma"][0]["met"] is False                  # 10 of 50 = 20 %
+    assert v["step03"]["speedups"][0]["low"] == v["step03"]["speedups"][0]["high"] == "2.00"
+    assert "the speed-up of step 03 ranges from 2.00 to 2.00" in text  # 20/10 and 18/9
     # causal: 5 against 10 TFLOPS; FLOPs (N+1)/2N of the full ones, so time ~1.00x
-    assert "a ratio of 0.50: the causal call takes 1.00 times as long" in f["step02_causal"]
-    assert "3,617 FLOP per byte" in f["step03_roofline"]
-    assert "meets the fp32 FMA ceiling (50.00 TFLOP/s) at 50.0 FLOP per byte" in \
-        f["roofline_ridges"]
-    assert f["step04_headline"].startswith("Step 04 is not measured yet")
+    assert "a ratio of 0.50: the causal call takes 1.00 times as long" in text
+    assert "3,617 FLOP per byte" in text
+    assert "meets the fp32 FMA ceiling (50.00 TFLOP/s) at 50.0 FLOP per byte" in text
+    assert v["step04"]["headline"] == []
+    assert "Step 04 is not measured yet: no `results/<gpu>/step04.json` holds" in text
 
 
 def test_facts_with_nothing_measured():
-    f = facts.facts([], [], [], ["01", "02"])
-    assert all("not measured yet" in v or "No ceilings" in v or "no measured" in v
-               for v in f.values()), f
+    v = rendered.values()
+    text = rendered.prose(v)
+    for step in ("01", "02", "03", "04", "05", "06"):
+        assert f"Step {step} is not measured yet" in text
+    assert "No ceilings are measured yet." in text
+    assert "Which results were timed one call per event pair and which in batches is not " \
+           "measured yet" in text
+    assert "TFLOPS" not in " ".join(str(x) for x in v["step01"].values())
 
 
-def test_every_substitution_a_chapter_uses_is_generated():
-    steps = [num for num, _, _ in stage_book.find_steps(REPO)]
-    keys = set(facts.facts([], [], [], steps))
-    used = set()
-    for md in (REPO / "book").rglob("*.md"):
-        used |= set(re.findall(r"\{\{\s*(\w+)\s*\}\}", md.read_text(encoding="utf-8")))
-    assert used and used <= keys, sorted(used - keys)
+def test_an_unknown_name_in_a_chapter_fails_the_build(tmp_path):
+    chapter = tmp_path / "x.md"
+    chapter.write_text("# X\n\nText.\n{{ step03.no_such_value }}\n")
+    with pytest.raises(stage_book.StageError, match=r"x.md:4: .*no_such_value"):
+        stage_book.render_chapter(chapter, rendered.values(), facts.FILTERS)
+    chapter.write_text("# X\n\n{% if step03.headline %}\n")
+    with pytest.raises(stage_book.StageError, match=r"x.md:3: "):
+        stage_book.render_chapter(chapter, rendered.values(), facts.FILTERS)
+
+
+def test_a_block_tag_on_its_own_line_leaves_no_line(tmp_path):
+    """Tags on their own lines vanish, so a "not measured" branch stays inside its paragraph."""
+    chapter = tmp_path / "x.md"
+    chapter.write_text("Before.\n{% for g in step01.headline %}\nOn {{ g.title }}.\n"
+                       "{% else %}\n  Not yet.\n{% endfor %}\nAfter.\n")
+    assert stage_book.render_chapter(chapter, rendered.values(), facts.FILTERS) == \
+        "Before.\n  Not yet.\nAfter.\n"
 
 
 # --- stage_book ----------------------------------------------------------------------------
@@ -137,8 +155,8 @@ def test_stage_generates_the_roofline_traffic_and_facts(tmp_path):
     assert "roofline.svg" in (gen / "results" / "roofline.md").read_text()
     assert "| 03 online_softmax |" in (gen / "results" / "roofline_table.md").read_text()
     assert "| 02 tiled | 1 |" in (gen / "results" / "traffic.md").read_text()
-    subs = json.loads((gen / "facts.json").read_text())
-    assert "20.0 TFLOPS" in subs["step03_headline"]
+    values = json.loads((gen / "facts.json").read_text())
+    assert values["step03"]["headline"][0]["tflops"] == "20.0"
     step = gen / "steps" / "03_online_softmax"
     assert "(×2.00)" in (step / "results.md").read_text()
     assert "1 (exact)" in (step / "traffic.md").read_text()
@@ -226,20 +244,21 @@ def test_profile_facts_from_text_reports(tmp_path):
     assert p.commit == "0000synth1234567"
     assert p.metrics["Executed Instructions"] == 1000 and p.units["Duration"] == "ms"
     assert p.fixed_latency_pct == 40.0 and p.fp32 == (100, 300) and p.warps_per_scheduler == 2
-    setup = facts.profile_setup(profiles, titles={synth.GPU: "the Test GPU"})
-    assert "one launch of each on the Test GPU" in setup and "commit `0000synth123`" in setup
+    text = rendered.prose(rendered.values(profiles=profiles))
+    assert f"one launch of each on `{synth.GPU}`" in text and "commit `0000synth123`" in text
     assert "Both launch 2,048 blocks of 128 threads, with the same tile shape (step 06's " \
-           "`m128_n64_w4_s2`, FlashAttention-2's `m128_n64_w4`" in setup
+           "`m128_n64_w4_s2`, FlashAttention-2's `m128_n64_w4`" in text
     assert "Both have a theoretical occupancy of 12.5 % (8 warps per SM, 2 per scheduler; " \
-           "the limit of 2 blocks per SM is set by registers)" in setup
-    issue = facts.profile_issue(profiles)
-    assert "executes 1,000 instructions at 1.50 per active cycle" in issue
-    assert "executes 1,200, 1.20 times as many, at 2.00 per cycle, one every 4.00" in issue
-    assert "150 of the 200 instructions that FlashAttention-2 executes more are FP32" in issue
-    assert "take 2.5 ms and 2.5 ms" in issue
-    assert "40.0 % of step 06's cycles" in facts.profile_stalls(profiles)
-    assert "30.0 % of FlashAttention-2's" in facts.profile_stalls(profiles)
-    assert "not measured yet" in facts.profile_issue(profiles[:1])
+           "the limit of 2 blocks per SM is set by registers)" in text
+    assert "executes 1,000 instructions at 1.50 per active cycle" in text
+    assert "executes 1,200, 1.20 times as many, at 2.00 per cycle, one every 4.00" in text
+    assert "150 of the 200 instructions that FlashAttention-2 executes more are FP32" in text
+    assert "take 2.5 ms and 2.5 ms" in text
+    assert "40.0 % of step 06's cycles" in text and "30.0 % of FlashAttention-2's" in text
+    assert "not measured yet" not in text.split("compare the two kernels in Nsight Compute")[1][:3000]
+    one = rendered.prose(rendered.values(profiles=profiles[:1]))
+    assert "The Nsight Compute comparison of step 06 with FlashAttention-2 is not measured " \
+           f"yet: it needs `results/<gpu>/ncu/{mine}.ncu.txt`" in one
     assert facts.load_profiles(tmp_path / "none") == []
     (ncu / "broken.ncu.txt").write_text("==PROF== nothing profiled\n")
     with pytest.raises(facts.ProfileError, match="broken.ncu.txt"):
@@ -279,3 +298,14 @@ def test_run_output_includes_the_step_part_of_a_combined_capture(tmp_path):
     assert copy.read_text() == "== bench_step04\nstep 4 output\nresults: x/step04.json\n"
     assert copy in keep
     assert "step 5" in (gen / "steps" / "05_causal" / "run_gpu-a_steps04-05.txt").read_text()
+
+
+def test_no_chapter_line_of_text_ends_with_a_tag():
+    """Jinja removes the line break after a block tag: text ending in one would run into the
+    next line. A tag ends a line only when the line holds nothing else."""
+    bad = []
+    for md in sorted((REPO / "book").rglob("*.md")):
+        for n, line in enumerate(md.read_text(encoding="utf-8").splitlines(), 1):
+            if line.rstrip().endswith("%}") and not re.fullmatch(r"\s*\{%.*?%\}\s*", line):
+                bad.append(f"{md.relative_to(REPO)}:{n}")
+    assert not bad, bad

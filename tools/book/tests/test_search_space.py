@@ -20,11 +20,13 @@ import pytest
 
 BOOK_TOOLS = Path(__file__).resolve().parents[1]
 REPO = BOOK_TOOLS.parents[1]
-sys.path[:0] = [str(BOOK_TOOLS), str(REPO / "tools"), str(REPO / "tools" / "tests")]
+sys.path[:0] = [str(BOOK_TOOLS), str(REPO / "tools" / "results"),
+                str(REPO / "tools" / "results" / "tests")]
 
 import facts  # noqa: E402
 import flashsteps_results as fr  # noqa: E402
 import plot_search_space as pss  # noqa: E402
+import rendered  # noqa: E402
 import stage_book  # noqa: E402
 import synth  # noqa: E402
 
@@ -135,8 +137,11 @@ def fake_repo(tmp_path: Path, table: dict | None) -> Path:
     (repo / "steps" / "06_autotuned" / "step.cu").write_text("// step 06\n")
     (repo / "tools" / "book").mkdir(parents=True)
     (repo / "tools" / "book" / "plot_search_space.py").symlink_to(BOOK_TOOLS / "plot_search_space.py")
-    (repo / "tools" / "plot_results.py").symlink_to(REPO / "tools" / "plot_results.py")
-    (repo / "tools" / "flashsteps_results.py").symlink_to(REPO / "tools" / "flashsteps_results.py")
+    (repo / "tools" / "results").mkdir(parents=True)
+    for name in ("plot_results.py", "flashsteps_results.py"):
+        (repo / "tools" / "results" / name).symlink_to(REPO / "tools" / "results" / name)
+    (repo / "steps" / "06_autotuned" / "tuned").mkdir()
+    (repo / "steps" / "06_autotuned" / "tuned" / "README.md").write_text("no table yet\n")
     if table is not None:
         write(repo / "steps" / "06_autotuned" / "tuned" / "test-gpu.json", table)
     return repo
@@ -148,7 +153,23 @@ def test_stage_without_a_table_says_not_measured(tmp_path):
     stage_book.generate_search_space(repo, gen, keep)
     text = (gen / "steps" / "06_autotuned" / "search_space.md").read_text()
     assert "Not measured yet" in text and "{figure}" not in text
+    assert "`steps/06_autotuned/tuned/<gpu>.json`" in text
     assert keep == {gen / "steps" / "06_autotuned" / "search_space.md"}
+
+
+def test_stage_finds_the_tuning_tables_of_any_step(tmp_path):
+    """No step is named: a later step with its own tuned/ folder gets its search space, and
+    a step without one gets none."""
+    repo = fake_repo(tmp_path, None)
+    (repo / "steps" / "07_later" / "tuned").mkdir(parents=True)
+    (repo / "steps" / "07_later" / "step.cu").write_text("// step 07\n")
+    (repo / "steps" / "08_plain").mkdir()
+    (repo / "steps" / "08_plain" / "step.cu").write_text("// step 08\n")
+    gen, keep = tmp_path / "gen", set()
+    stage_book.generate_search_space(repo, gen, keep)
+    assert "`steps/07_later/tuned/<gpu>.json`" in \
+        (gen / "steps" / "07_later" / "search_space.md").read_text()
+    assert not (gen / "steps" / "08_plain").exists()
 
 
 @pytest.mark.skipif(not HAS_MPL, reason="needs matplotlib")
@@ -199,31 +220,31 @@ def tensor_core_tree(root: Path) -> list[fr.Record]:
 
 def test_sdpa_and_causal_facts(tmp_path):
     records = tensor_core_tree(tmp_path / "r")
-    f = facts.facts(records, [], [], ["03", "04", "05", "06"])
+    f = rendered.prose(rendered.values(records))
     assert "step 04 runs `attention/bf16/hd128/n4096/full` at 100 TFLOPS, 0.80 times PyTorch " \
-           "SDPA flash (125 TFLOPS)" in f["step04_sdpa"]
+           "SDPA flash (125 TFLOPS)" in f
     assert "over the 8 attention benchmarks that both ran (bf16, D = 64 and 128, N = 4096 to " \
-           "8192, with and without the causal mask)" in f["step04_sdpa"]
+           "8192, with and without the causal mask)" in f
     assert "from 0.80 to 0.80 times PyTorch SDPA flash's without a mask (4 benchmarks, " \
            "geometric mean 0.80) and from 0.80 to 0.80 times PyTorch SDPA flash's with the " \
-           "causal mask" in f["step04_sdpa"]
+           "causal mask" in f
     assert "the course's target for step 04, at least 0.8 times PyTorch SDPA flash at every " \
            "benchmark, is met: step 04 reaches it at all 8 attention benchmarks" \
-           in f["step04_sdpa_target"]
-    assert "Without a mask the target is reached at 4 of 4" in f["step04_sdpa_target"]
-    assert "not measured yet" in f["step06_sdpa_target"]
-    assert "at least 1.0 times" in f["step06_sdpa_target"]
+           in f
+    assert "Without a mask the target is reached at 4 of 4" in f
+    assert "not measured yet" in f
+    assert "at least 1.0 times" in f
     # step 05's causal benchmarks run at twice step 04's TFLOPS: the target of 1.8 is met
     assert "at N = 8192, step 05 runs causal attention this many times as fast as step 04: " \
            "2.00 at bf16, D = 64 (100 against 50.0 TFLOPS) and 2.00 at bf16, D = 128" \
-           in f["step05_causal_target"]
-    assert "all 2 meet the course's target of at least 1.8" in f["step05_causal_target"]
-    assert "from 2.00 to 2.00" in f["step05_speedups_causal"]
-    assert "across the 4 bf16 unmasked attention benchmarks that steps 04 and 05 both ran" \
-        in f["step05_speedups_full"].lower() and "from 1.00 to 1.00" in f["step05_speedups_full"]
-    assert "GEMM ceiling of that GPU is not measured yet" in f["step04_gemm"]
-    assert "not measured yet" in f["step06_tuning"]
-    assert "not measured yet" in f["step06_profile_issue"]
+           in f
+    assert "all 2 meet the course's target of at least 1.8" in f
+    assert "from 2.00 to 2.00" in f
+    assert "Across the 4 bf16 unmasked attention benchmarks that steps 04 and 05 both ran on " \
+           "the NVIDIA Test GPU (synthetic), the speed-up of step 05 ranges from 1.00 to 1.00" in f
+    assert "GEMM ceiling of that GPU is not measured yet" in f
+    assert "not measured yet" in f
+    assert "not measured yet" in f
 
 
 def test_sdpa_target_is_judged_per_benchmark(tmp_path):
@@ -239,11 +260,12 @@ def test_sdpa_target_is_judged_per_benchmark(tmp_path):
     data = synth.bench_json("sdpa-flash", base)
     data["context"]["flashsteps_step_name"] = "PyTorch SDPA flash"
     (gpu / "sdpa-flash.json").write_text(json.dumps(data))
-    text = facts.sdpa_target(fr.load_results(tmp_path / "r"), "06", 1.0)
+    text = rendered.prose(rendered.values(fr.load_results(tmp_path / "r")))
     assert "is missed: step 06 reaches it at 14 of the 16 attention benchmarks that both ran " \
            "(fp16 and bf16, D = 64 and 128" in text
     assert "The ratio runs from 0.90 (`attention/bf16/hd64/n4096/causal`) to 1.20" in text
-    assert "with the causal mask the target is reached at 6 of 8 (0.90 to 1.20" in text
+    assert "; with the causal mask the target is reached at 6 of 8 (0.90 to 1.20" in text
+    assert "Without a mask the target is reached at 8 of 8" in text
 
 
 def test_causal_target_can_fall_short(tmp_path):
@@ -252,7 +274,7 @@ def test_causal_target_can_fall_short(tmp_path):
     for step, scale in (("04", 1.0), ("05", 1.5)):
         data = synth.bench_json(step, attention_entries(scale=scale))
         (root / synth.GPU / f"step{step}.json").write_text(json.dumps(data))
-    text = facts.causal_target(fr.load_results(root))
+    text = rendered.prose(rendered.values(fr.load_results(root)))
     assert "1.50 at bf16, D = 64" in text
     assert "the course's target of at least 1.8 is missed at 2 of the 2 (lowest 1.50)" in text
 
@@ -266,7 +288,7 @@ def test_timing_batches_fact(tmp_path):
             for i, b in enumerate(data["benchmarks"]):
                 b["calls_per_timing"] = 1 + i % 3
         (root / synth.GPU / f"step{step}.json").write_text(json.dumps(data))
-    text = facts.timing_batches(fr.load_results(root))
+    text = rendered.prose(rendered.values(fr.load_results(root)))
     assert "the results of step 03 were timed one call per event pair" in text
     assert "those of step 04 with it, 1 to 3 calls per event pair" in text
 
@@ -276,23 +298,24 @@ def test_gemm_and_ceiling_facts(tmp_path):
     (root / synth.GPU / "step04.json").write_text(json.dumps(synth.bench_json(
         "04", [(synth.HEADLINE, 250.0, synth.N, synth.D)])))
     records, ceilings = fr.load_results(root), fr.load_ceilings(root)
-    f = facts.facts(records, ceilings, [], ["03", "04"])
+    f = rendered.prose(rendered.values(records, ceilings))
     assert "step 04 runs `attention/bf16/hd128/n4096/full` at 250 TFLOPS: 50 % of the dense " \
-           "bf16 GEMM rate measured on the same GPU (500 TFLOP/s)" in f["step04_gemm"]
+           "bf16 GEMM rate measured on the same GPU (500 TFLOP/s)" in f
     assert "the measured dense bf16 GEMM rate (500 TFLOP/s) is 10.0 times the measured fp32 " \
-           "FMA rate (50 TFLOP/s)" in f["ceilings_tc_vs_fma"]
-    assert "not measured yet" in facts.ceiling_ratio([])
+           "FMA rate (50 TFLOP/s)" in f
+    assert "The tensor-core and fp32 FMA ceilings are not measured yet on the same GPU." in \
+        rendered.prose(rendered.values())
 
 
 def test_tuning_fact(tmp_path):
     table = pss.load_table(write(tmp_path / "test-gpu.json", synthetic_table()))
-    text = facts.facts([], [], [], ["05", "06"], [table])["step06_tuning"]
+    text = rendered.prose(rendered.values(tuning={"06": [table]}))
     assert "`steps/06_autotuned/tuned/test-gpu.json`, tuned on 2000-01-01, commit " \
            "`0000000synth`) holds 8 keys (bf16; head dims 64, 128)" in text
     assert "(3 at D = 64 and 3 at D = 128)" in text
     assert "use 2 of the 5 configurations it timed" in text
     assert "from 3.00 to 3.00 times as fast as the slowest" in text
-    assert "heuristic" not in text                     # not an NVIDIA table
+    assert "The choice is the heuristic shape" not in text      # not an NVIDIA table
 
 
 def test_tuning_fact_compares_with_the_heuristic(tmp_path):
@@ -309,7 +332,7 @@ def test_tuning_fact_compares_with_the_heuristic(tmp_path):
             e["median_ms"]["m128_n64_w4_s2"] = 0.5 * min(e["median_ms"].values())
             e["choice"] = "m128_n64_w4_s2"
     table = pss.load_table(write(tmp_path / "nvidia-test.json", data))
-    text = facts.tuning([table])
+    text = rendered.prose(rendered.values(tuning={"06": [table]}))
     assert "The choice is the heuristic shape (FlashAttention-2's, step 05's) at 4 of the 8 " \
            "keys (0 of 4 at D = 64 and 4 of 4 at D = 128); where the tuner chose another " \
            "shape, it timed it 1.50 to 1.50 times as fast as the heuristic's" in text
@@ -324,7 +347,7 @@ def test_heuristic_matches_step06_source():
     shapes = re.findall(r"TileChoice\{(\d+), (\d+), (\d+), (\d+)\}", nvidia)
     bounds = [int(x) for x in re.findall(r"head_dim <= (\d+)", nvidia)]
     assert len(shapes) == len(bounds) + 1
-    for d, name in facts.HEURISTIC_NVIDIA.items():
+    for d, name in facts.HEURISTIC_NVIDIA["06"].items():
         k = next((i for i, b in enumerate(bounds) if d <= b), len(bounds))
         assert name == "m{}_n{}_w{}_s{}".format(*shapes[k]), d
 

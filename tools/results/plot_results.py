@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Plot FlashSteps TFLOPS per step, per GPU vendor.
 
-    python3 tools/plot_results.py results -o docs/_static/tflops [--dtype bf16]
+    python3 tools/results/plot_results.py results -o docs/_static/tflops [--dtype bf16]
 
 writes ``<OUT_PREFIX>.png`` and ``<OUT_PREFIX>.svg``.  One row of panels per GPU,
 NVIDIA rows first, then AMD; a vendor without results still gets a row that says
 "not measured".  Columns are head_dim 64/128 x full/causal, x is the sequence
 length (log2), y is TFLOPS, one solid line per step and one grey dashed or
 dotted reference line per baseline (a result file whose ``flashsteps_step`` is
-not a number, e.g. ``sdpa-flash`` from tools/sdpa_bench.py, labelled with its
+not a number, e.g. ``sdpa-flash`` from tools/baselines/sdpa_bench.py, labelled with its
 ``flashsteps_step_name``, "PyTorch SDPA flash").  Skipped benchmarks are gaps,
 never zeros.
 

@@ -1,5 +1,5 @@
 """Tests of the ceilings and Nsight Compute loaders, the roofline tool and the per-step
-results table, on synthetic trees (tools/tests/synth.py) and the fixtures in data/."""
+results table, on synthetic trees (tools/results/tests/synth.py) and the fixtures in data/."""
 
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ def test_roofline_markdown(tmp_path):
 
 
 def test_ncu_benchmark_is_the_one_gpu_session_profiles():
-    script = (TOOLS / "gpu_session.sh").read_text()
+    script = (TOOLS.parent / "gpu" / "gpu_session.sh").read_text()
     filters = re.findall(r"--benchmark_filter='([^']+)/'", script)
     assert filters == [pr.NCU_BENCHMARK]
 

@@ -1,4 +1,4 @@
-"""Tests for the results tools, on the synthetic fixtures in tools/tests/data/."""
+"""Tests for the results tools, on the synthetic fixtures in tools/results/tests/data/."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One full session on a GPU machine, from the repository root, with a build folder already
-# there (built here or copied with its bundled libraries, see tools/bundle_runtime_libs.sh):
+# there (built here or copied with its bundled libraries, see tools/gpu/bundle_runtime_libs.sh):
 # device description, every step's GPU tests, compute-sanitizer on a subset, then the
 # benchmark of every step. Logs and JSON go to OUTDIR, packed as OUTDIR.tar.gz at the end.
-#   tools/gpu_session.sh [BUILD_DIR] [OUTDIR] [extra ./bench arguments...]
+#   tools/gpu/gpu_session.sh [BUILD_DIR] [OUTDIR] [extra ./bench arguments...]
 set -uo pipefail
 build="${1:-build/cuda}"
 outdir="${2:-gpu-session}"
@@ -93,13 +93,13 @@ if [ -n "${FLASHSTEPS_TUNE_ARGS+set}" ] && [ -x "$build/bin/tune_step06" ]; then
   export FLASHSTEPS_TUNE_CACHE="$outdir/step06_tuning.json"
 fi
 # PyTorch SDPA on the same problems, in the same run (FLASHSTEPS_SDPA_ARGS: arguments of
-# tools/sdpa_bench.py, e.g. "--dtype bf16"); needs torch, skipped without it.
+# tools/baselines/sdpa_bench.py, e.g. "--dtype bf16"); needs torch, skipped without it.
 if [ -n "${FLASHSTEPS_SDPA_ARGS+set}" ] && python3 -c 'import torch' 2> /dev/null; then
   gpu_slug=$(python3 -c 'import torch, re; print(re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()).strip("-"))')
   # The commit the benchmarks were built from (a copied tree's .git may be stale).
   commit=$(strings "$(ls "$build"/bin/bench_step* | head -1)" 2> /dev/null | grep -m1 -xE '[0-9a-f]{12}(-dirty)?')
   # shellcheck disable=SC2086
-  FLASHSTEPS_GIT_COMMIT="${FLASHSTEPS_GIT_COMMIT:-$commit}" timeout "${FLASHSTEPS_SDPA_TIMEOUT:-600}" python3 tools/sdpa_bench.py --out "$outdir/results/$gpu_slug" $FLASHSTEPS_SDPA_ARGS \
+  FLASHSTEPS_GIT_COMMIT="${FLASHSTEPS_GIT_COMMIT:-$commit}" timeout "${FLASHSTEPS_SDPA_TIMEOUT:-600}" python3 tools/baselines/sdpa_bench.py --out "$outdir/results/$gpu_slug" $FLASHSTEPS_SDPA_ARGS \
     > "$outdir/sdpa.log" 2>&1 || status=1
   tail -40 "$outdir/sdpa.log"
 fi

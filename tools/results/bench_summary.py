@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plain-text TFLOPS summary of one or more bench_stepNN JSON files.
 
-    python3 tools/bench_summary.py build/step01.json build/step02.json
+    python3 tools/results/bench_summary.py build/step01.json build/step02.json
 
 Rows are benchmark names, columns are the given files (one step run each,
 sorted numbered steps first, then baselines), cells are median TFLOPS.  The

@@ -2,7 +2,7 @@
 # Copies the shared libraries that a build's executables need and a bare GPU machine may
 # lack (Google Benchmark, Kokkos) next to them, so that `build/<preset>/bin` can be copied
 # to such a machine and run there as it is (executables carry RPATH $ORIGIN).
-#   tools/bundle_runtime_libs.sh build/cuda/bin
+#   tools/gpu/bundle_runtime_libs.sh build/cuda/bin
 set -euo pipefail
 bin="${1:?usage: $0 BUILD/bin}"
 for exe in "$bin"/test_* "$bin"/bench_*; do

@@ -10,7 +10,7 @@ Only the standard library is used: the tools that import this module also run
 on GPU machines without matplotlib.
 
 A file whose ``flashsteps_step`` is not a number is a *baseline*, measured by another
-program on the same problems and names: ``tools/sdpa_bench.py`` writes PyTorch SDPA's as
+program on the same problems and names: ``tools/baselines/sdpa_bench.py`` writes PyTorch SDPA's as
 ``sdpa-flash``, ``sdpa-cudnn`` and ``sdpa-efficient`` (``flashsteps_step_name`` "PyTorch
 SDPA flash", ...; ``flashsteps_baseline`` "pytorch-sdpa").  :func:`is_baseline` tells them
 apart; the plot draws them as reference lines and the tables list them after the steps.

@@ -11,14 +11,14 @@ Each backend gets one file in the Google Benchmark JSON that ``bench_stepNN`` wr
 the same benchmark names (``attention/bf16/hd128/n4096/causal``), the same counters
 (TFLOPS, GBps, pct_peak, max_abs_err, rel_fro_err and the problem's shape) and the same
 context keys, with ``flashsteps_step`` set to a baseline id that is not a number
-(``sdpa-flash``, ``sdpa-cudnn``, ``sdpa-efficient``). tools/flashsteps_results.py treats
-such a step as a baseline: tools/plot_results.py draws it as a dashed reference line next
-to the steps, tools/results_table.py lists it after them (and, with ``--step NN
---baselines``, as extra columns), tools/bench_summary.py as one more column.
+(``sdpa-flash``, ``sdpa-cudnn``, ``sdpa-efficient``). tools/results/flashsteps_results.py treats
+such a step as a baseline: tools/results/plot_results.py draws it as a dashed reference line next
+to the steps, tools/results/results_table.py lists it after them (and, with ``--step NN
+--baselines``, as extra columns), tools/results/bench_summary.py as one more column.
 
-    python3 tools/sdpa_bench.py --results-dir results      # results/<gpu>/sdpa-flash.json ...
-    python3 tools/sdpa_bench.py --out /tmp/sdpa            # /tmp/sdpa/sdpa-flash.json ...
-    python3 tools/sdpa_bench.py --dtype bf16 --head-dim 128 --seqlen 4096 16384 \\
+    python3 tools/baselines/sdpa_bench.py --results-dir results      # results/<gpu>/sdpa-flash.json ...
+    python3 tools/baselines/sdpa_bench.py --out /tmp/sdpa            # /tmp/sdpa/sdpa-flash.json ...
+    python3 tools/baselines/sdpa_bench.py --dtype bf16 --head-dim 128 --seqlen 4096 16384 \\
         --backends flash cudnn --warmup 5 --reps 20
 
 How it measures, per problem: Q, K ~ N(0, 1) and V ~ N(0.5, 1) as our benchmark draws
@@ -37,7 +37,7 @@ entry with ``error_occurred`` and PyTorch's reasons, like a skipped step benchma
 
 PyTorch is optional and never a build or test dependency of FlashSteps: this tool
 imports it only inside the functions that measure (its other parts, tested in
-tools/tests, need the standard library alone).  Run it where a CUDA (or ROCm) build of
+tools/results/tests, need the standard library alone).  Run it where a CUDA (or ROCm) build of
 PyTorch is installed; it needs nothing else.
 """
 
@@ -64,7 +64,7 @@ SEQLENS = (512, 1024, 2048, 4096, 8192, 16384)
 HEAD_DIMS = (64, 128)
 DTYPES = ("fp16", "bf16")
 LAYOUTS = ("bshd", "bhsd")
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 # Dense fp16/bf16 tensor-core FLOP per clock per SM (CU), as common/src/harness.cu uses
 # for the pct_peak counter: sm_80, sm_90; gfx90a, gfx94x.
@@ -256,7 +256,7 @@ def backend_context(backend: Backend, device: dict[str, str], settings: dict[str
     ctx: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host_name": socket.gethostname(),
-        "executable": "tools/sdpa_bench.py",
+        "executable": "tools/baselines/sdpa_bench.py",
         "num_cpus": os.cpu_count() or 0,
     }
     if hasattr(os, "getloadavg"):
@@ -534,7 +534,7 @@ def run_backend(torch, backend: Backend, q, k, v, causal: bool, warmup: int, rep
 
 def _validate(paths: list[Path]) -> list[str]:
     """Loads the written files with the results loader; returns the problems found."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "results"))
     try:
         import flashsteps_results as fr
     except ImportError:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Roofline of the FlashSteps steps: measured ceilings, DRAM traffic and TFLOPS.
 
-    python3 tools/plot_roofline.py results -o build/roofline [--markdown build/roofline.md]
+    python3 tools/results/plot_roofline.py results -o build/roofline [--markdown build/roofline.md]
 
 writes ``<OUT_PREFIX>.png`` and ``<OUT_PREFIX>.svg`` (and, with --markdown, a table of the
 same points). One panel per GPU that has ceilings or traffic, stacked, NVIDIA first, then
@@ -11,7 +11,7 @@ with nothing measured at all the one panel says "not measured". In a panel:
 - x is the arithmetic intensity, FLOPs per byte of DRAM traffic. The bytes are Nsight
   Compute's ``dram__bytes_read.sum + dram__bytes_write.sum`` over every kernel of the step
   (``results/<gpu>/ncu/stepNN.csv``), for one problem, :data:`NCU_BENCHMARK` (the one
-  ``tools/gpu_session.sh`` profiles); the FLOPs are the course's rule,
+  ``tools/gpu/gpu_session.sh`` profiles); the FLOPs are the course's rule,
   4 * B * Hq * D * visible pairs, with B and Hq from the benchmark JSON;
 - y is the step's TFLOPS on that benchmark, from its JSON (the median of repetitions);
 - the ceilings come from ``results/<gpu>/ceilings.json`` and ``gemm_ceiling.json``: the
@@ -35,8 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import flashsteps_results as fr  # noqa: E402
 
-# The problem whose traffic tools/gpu_session.sh profiles with Nsight Compute
-# (its --benchmark_filter); tools/tests check that the two agree.
+# The problem whose traffic tools/gpu/gpu_session.sh profiles with Nsight Compute
+# (its --benchmark_filter); tools/results/tests check that the two agree.
 NCU_BENCHMARK = "attention/bf16/hd128/n4096/full"
 DRAM_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}

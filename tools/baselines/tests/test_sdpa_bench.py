@@ -1,4 +1,4 @@
-"""Tests for tools/sdpa_bench.py's parts that need no PyTorch (problems, FLOP counts, the
+"""Tests for tools/baselines/sdpa_bench.py's parts that need no PyTorch (problems, FLOP counts, the
 JSON it writes) and for the results tools reading its files as baselines. Every number is
 made up; none is a measurement."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-TOOLS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TOOLS))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+BASELINES = Path(__file__).resolve().parents[1]          # tools/baselines
+RESULTS_TOOLS = BASELINES.parent / "results"               # tools/results
+sys.path[:0] = [str(BASELINES), str(RESULTS_TOOLS), str(RESULTS_TOOLS / "tests")]
 
 import flashsteps_results as fr  # noqa: E402
 import results_table  # noqa: E402
@@ -28,7 +28,8 @@ SPEED = {"flash": 3.0, "cudnn": 4.0, "efficient": 2.0}
 
 
 def run_tool(script: str, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(TOOLS / script), *map(str, args)],
+    folder = BASELINES if script == "sdpa_bench.py" else RESULTS_TOOLS
+    return subprocess.run([sys.executable, str(folder / script), *map(str, args)],
                           capture_output=True, text=True, check=False)
 
 

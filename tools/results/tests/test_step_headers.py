@@ -1,0 +1,69 @@
+"""Tests for tools/results/check_step_headers.py on the checked-in results and step headers,
+and on copies of a header with one number changed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+TOOLS = Path(__file__).resolve().parents[1]
+REPO = TOOLS.parents[1]
+sys.path.insert(0, str(TOOLS))
+
+import check_step_headers as csh  # noqa: E402
+import flashsteps_results as fr  # noqa: E402
+
+HEADER = ("// Measured on an NVIDIA H200 (bf16, D = 128, N = 4096, non-causal): {tflops} TFLOP/s, "
+          "{ratio}x step 03's 19.7\n// (results/nvidia-h200/, commit 9108a20).\n// Limits: none.\n")
+
+
+@pytest.fixture(scope="module")
+def measured():
+    if not (REPO / "results" / "nvidia-h200" / "step04.json").is_file():
+        pytest.skip("results/nvidia-h200/step04.json is not checked in")
+    return fr.load_results(REPO / "results"), fr.load_ceilings(REPO / "results")
+
+
+def checks(text: str, measured) -> list[csh.Check]:
+    return csh.check_step("04", csh.measured_paragraph(text), *measured)
+
+
+def test_the_checked_in_headers_agree_with_the_json():
+    assert csh.main([str(REPO / "results"), str(REPO / "steps")]) == 0
+
+
+def test_rounding_is_the_one_written(measured):
+    # step 04 measured 319.7 TFLOP/s there, 16.25 times step 03's 19.68.
+    assert all(c.ok() for c in checks(HEADER.format(tflops="320", ratio="16"), measured))
+    assert all(c.ok() for c in checks(HEADER.format(tflops="319.7", ratio="16.2"), measured))
+    bad = [c for c in checks(HEADER.format(tflops="319", ratio="16.3"), measured) if not c.ok()]
+    assert [c.written for c in bad] == ["319", "16.3"]
+
+
+def test_a_wrong_commit_fails(measured):
+    text = HEADER.format(tflops="320", ratio="16").replace("9108a20", "abcdef1")
+    assert [c.written for c in checks(text, measured) if not c.ok()] == ["abcdef1"]
+
+
+def test_a_number_it_cannot_check_fails(measured):
+    text = HEADER.format(tflops="320", ratio="16").replace("commit 9108a20", "about 3 ms")
+    with pytest.raises(csh.HeaderError, match="cannot read back.*3"):
+        checks(text, measured)
+
+
+def test_a_drifted_header_fails_the_run(measured, tmp_path, capsys):
+    steps = tmp_path / "steps"
+    shutil.copytree(REPO / "steps" / "04_tensor_cores", steps / "04_tensor_cores",
+                    ignore=shutil.ignore_patterns("*.json", "*.md"))
+    source = steps / "04_tensor_cores" / "step.cu"
+    text = source.read_text()
+    written = re.search(r"^// Measured on [^:]*: (\d+) TFLOP/s", text, re.M)
+    assert written, "step 04's header gives its TFLOP/s"
+    drifted = str(int(written[1]) + 10)
+    source.write_text(text[:written.start(1)] + drifted + text[written.end(1):])
+    assert csh.main([str(REPO / "results"), str(steps)]) == 1
+    assert f"TFLOP/s: written {drifted}, JSON" in capsys.readouterr().out
