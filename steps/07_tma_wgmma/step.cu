@@ -35,14 +35,13 @@ namespace flashsteps::step07 {
 namespace {
 
 // [start:tile_config]
-// Two warpgroups of 64 query rows (BLOCK_M = 128) against BLOCK_N keys at a time, through
+// WARPGROUPS warpgroups of 64 query rows (BLOCK_M = 64 WARPGROUPS) against BLOCK_N keys at a time, through
 // STAGES shared-memory buffers of K and V. Every tile is stored as HEAD_DIM / 64 chunks of
 // [rows][64] 16-bit elements, 128-byte swizzled (sm90::swizzle_128b): what TMA writes and
 // wgmma reads.
-template <int HEAD_DIM_, int BLOCK_N_, int STAGES_>
+template <int HEAD_DIM_, int WARPGROUPS_, int BLOCK_N_, int STAGES_>
 struct TileConfig {
-  static constexpr int HEAD_DIM = HEAD_DIM_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
-  static constexpr int WARPGROUPS = 2;
+  static constexpr int HEAD_DIM = HEAD_DIM_, WARPGROUPS = WARPGROUPS_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
   static constexpr int BLOCK_M = 64 * WARPGROUPS;
   static constexpr int kThreads = WARPGROUPS * sm90::kWarpgroupThreads;
   static constexpr int CHUNKS = HEAD_DIM / sm90::kChunkCols;
@@ -55,7 +54,10 @@ struct TileConfig {
   /// 1024-byte period of the swizzle.
   static constexpr std::size_t smem_bytes = 1024 + kQBytes + 2 * STAGES * kKvBytes + 8 * (1 + 2 * STAGES);
 };
-template <int HEAD_DIM> using DefaultTile = TileConfig<HEAD_DIM, 128, 2>;
+// D = 64: three warpgroups (BLOCK_M = 192), since a 64-wide head has half the MMA work per
+// score of D = 128 and the softmax of one warpgroup needs two others' GEMMs to hide behind;
+// D = 128: two (160 registers a thread: three would not fit the register file).
+template <int HEAD_DIM> using DefaultTile = TileConfig<HEAD_DIM, (HEAD_DIM == 64 ? 3 : 2), 128, 2>;
 constexpr std::size_t kMaxSmem = 227 * 1024;
 // [end:tile_config]
 
@@ -175,6 +177,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::mbarrier_wait(&kv_empty[(j - 1) % STAGES], static_cast<std::uint32_t>((j - 1) / STAGES) % 2, "kv_empty");
       load_kv(j - 1 + STAGES);
     }
+    __syncwarp();  // warp 0 reconverges before the warpgroup-wide wgmma
     sm90::mbarrier_wait(&kv_full[stage], static_cast<std::uint32_t>(j / STAGES) % 2, "kv_full");
 
     // S = Q K^T: HEAD_DIM / 16 wgmmas chained on one accumulator, issued, then waited for.
