@@ -2,7 +2,7 @@
 # Enables the GPU language of FLASHSTEPS_BACKEND and sets FLASHSTEPS_GPU_LANG.
 # Architectures come from the preset or the command line, never from this file:
 #   CUDA: CMAKE_CUDA_ARCHITECTURES; if unset, the local GPU's (nvidia-smi), else 80;90a.
-#   HIP:  CMAKE_HIP_ARCHITECTURES (the hip preset sets gfx90a;gfx940).
+#   HIP:  CMAKE_HIP_ARCHITECTURES (the hip preset sets gfx90a;gfx940;gfx942).
 if(FLASHSTEPS_BACKEND STREQUAL "CUDA")
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
     execute_process(COMMAND nvidia-smi --query-gpu=compute_cap --format=csv,noheader
@@ -44,6 +44,18 @@ elseif(FLASHSTEPS_BACKEND STREQUAL "HIP")
       set(ENV{${_dep}_ROOT} /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/${_dep})
     endif()
   endforeach()
+  # hip-lang links compiler-rt's builtins (fp16 conversions) and takes the first it finds
+  # under /usr/lib/clang/<any version>; take the HIP compiler's own instead.
+  find_program(_hip_clang NAMES ${CMAKE_HIP_COMPILER} clang++ NO_CACHE)
+  if(_hip_clang AND NOT CLANGRT_BUILTINS)
+    execute_process(COMMAND ${_hip_clang} --rtlib=compiler-rt -print-libgcc-file-name
+      OUTPUT_VARIABLE _builtins ERROR_QUIET OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(EXISTS "${_builtins}")
+      set(CLANGRT_BUILTINS ${_builtins} CACHE FILEPATH "compiler-rt builtins of the HIP compiler")
+    endif()
+  endif()
+  # Debian's device libraries predate gfx942: complete them in the build tree.
+  include(FlashStepsHipDeviceLibs)
   enable_language(HIP)
   set(FLASHSTEPS_GPU_LANG HIP)
 elseif(NOT FLASHSTEPS_BACKEND STREQUAL "NONE")

@@ -13,7 +13,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev          # GoogleTest, Google Benchmark
   libtrilinos-kokkos-dev                              # Kokkos (the float64 reference)
   nlohmann-json3-dev libcli11-dev libimath-dev        # JSON, command line, fp16 conversions
-  hipcc libamdhip64-dev rocm-device-libs clang-15     # HIP / ROCm 5.2 (gfx90a, gfx940)
+  clang-19 clang-tools-19 lld-19 libclang-rt-19-dev   # HIP: Debian's clang 19 (bundler, linker,
+  libamdhip64-dev rocm-device-libs rocminfo           # builtins) with ROCm 5.2 (gfx90a/940/942)
   doxygen                                             # API reference
 )
 [ "${1:-}" = "--no-browser" ] || packages+=(chromium)  # the book's headless browser check
