@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "flashsteps/compare.h"
+#include "flashsteps/verify.h"
 #include "flashsteps/fixture.h"
 #include "flashsteps/harness.h"
 #include "flashsteps/reference.h"
