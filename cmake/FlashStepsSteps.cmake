@@ -5,7 +5,7 @@
 #   flashsteps_stepNN   the step's library (its code in namespace flashsteps::stepNN)
 #   test_stepNN         the shared conformance suite (tests/conformance_test.cu) linked to it,
 #                       registered with ctest (labels: gpu, stepNN), discovered at test time
-#   bench_stepNN        the shared benchmark (common/bench/bench_attention.cu) linked to it
+#   bench_stepNN        the shared benchmark (bench/bench_attention.cu) linked to it
 #   stepN               the umbrella target: `make step1 && ./bench`
 # and appends NN to the global property FLASHSTEPS_STEPS (read by the book and CI).
 
@@ -94,7 +94,7 @@ function(add_step number slug)
   endif()
 
   if(FLASHSTEPS_BUILD_BENCH)
-    set(bench_src ${CMAKE_SOURCE_DIR}/common/bench/bench_attention.cu)
+    set(bench_src ${CMAKE_SOURCE_DIR}/bench/bench_attention.cu)
     set_source_files_properties(${bench_src} PROPERTIES LANGUAGE ${FLASHSTEPS_GPU_LANG})
     add_executable(bench_${id} ${bench_src})
     target_compile_definitions(bench_${id} PRIVATE FLASHSTEPS_STEP_NS=${id})
