@@ -59,7 +59,8 @@
 #               "built": true, "reason": "" (why not, when built is false),
 #               "requires": ["CUDA_SM90A"] or [], "target": "step6",
 #               "extras": "steps/06_autotuned/step.cmake" or null}, ...]}
-# in registration order; paths relative to the source folder.
+# in registration order; paths relative to the source folder. A folder steps/NN_* without an
+# add_step() line is reported as a configure warning.
 #
 # ISA checks: the ctest isa.stepNN (label isa) reads the device code the compiler generates
 # for step.cu (PTX for sm_90a on CUDA, the ISA of every CMAKE_HIP_ARCHITECTURES target on
@@ -369,4 +370,12 @@ function(flashsteps_write_registry file)
     set(built_list "none")
   endif()
   message(STATUS "Steps: ${numbers}; built here: ${built_list} (registry: ${file})")
+  # A step folder nobody registered is most likely a forgotten add_step line.
+  file(GLOB folders LIST_DIRECTORIES true RELATIVE ${CMAKE_SOURCE_DIR}/steps ${CMAKE_SOURCE_DIR}/steps/[0-9][0-9]_*)
+  get_property(names GLOBAL PROPERTY FLASHSTEPS_STEPS)
+  foreach(folder IN LISTS folders)
+    if(IS_DIRECTORY ${CMAKE_SOURCE_DIR}/steps/${folder} AND NOT folder IN_LIST names)
+      message(WARNING "steps/${folder} has no add_step() line in CMakeLists.txt, so it is not built and not in the registry (steps.json)")
+    endif()
+  endforeach()
 endfunction()
