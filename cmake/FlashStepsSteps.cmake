@@ -1,13 +1,71 @@
 # SPDX-License-Identifier: Apache-2.0
-# add_step(NN slug): the single registry of the course.
+# The registry of the course: one add_step() line per step in the root CMakeLists.txt.
 #
-# For steps/NN_slug/step.cu it makes
-#   flashsteps_stepNN   the step's library (its code in namespace flashsteps::stepNN)
+#   flashsteps_isa_set(NAME CUDA <regex>... HIP <regex>...)
+#       Names a set of instructions a step's device code must contain, once, so that steps
+#       built on the same instructions share it (e.g. TENSOR_CORES for steps 04-06).
+#
+#   add_step(NN slug [BASE MM] [ISA <set>...] [ISA_CUDA <regex>...] [ISA_HIP <regex>...]
+#            [REQUIRES CUDA_SM90A] [WERROR_PTXAS])
+#       NN        two digits; the step's folder is steps/NN_slug/ and its code step.cu.
+#       BASE MM   the step this one builds on: the book diffs steps/NN_slug/step.cu against
+#                 steps/MM_*/step.cu. Default: the step registered just before (none for the
+#                 first). A step that branches off earlier says so (a split-KV step after the
+#                 Hopper ones would say BASE 06).
+#       ISA       named sets (flashsteps_isa_set), joined; ISA_CUDA / ISA_HIP add one-off
+#                 patterns. Checked by the ctest isa.stepNN (label isa), see below.
+#       REQUIRES CUDA_SM90A
+#                 the step uses Hopper-only instructions (wgmma, setmaxnreg, TMA). It is built
+#                 only by a CUDA build whose CMAKE_CUDA_ARCHITECTURES lists 90a (or 90a-real /
+#                 90a-virtual), and then its library is compiled for 90a alone, whatever the
+#                 other architectures are (its test and benchmark executables, which hold no
+#                 kernel of the step, are compiled for all of them). Elsewhere (HIP, CUDA
+#                 without 90a, the CPU build) it is skipped, see "Skipped steps".
+#       WERROR_PTXAS
+#                 ptxas may not complain about the step's library: its warnings are errors
+#                 (ptxas --warning-as-error, so -warn-spills' spill report fails the build),
+#                 and so is any "Potential Performance Loss" notice (wgmma.mma_async
+#                 serialized, setmaxnreg ignored), which ptxas prints as info, not as a warning:
+#                 cmake/ptxas_check.sh, set as the library's CUDA compiler launcher, runs the
+#                 compile and fails it when that text appears. For the Hopper steps, whose speed
+#                 depends on those not happening. Ignored on HIP (no ptxas).
+#
+# For a step that is built, add_step makes
+#   flashsteps_stepNN   the step's library (step.cu; its code in namespace flashsteps::stepNN)
 #   test_stepNN         the shared conformance suite (tests/conformance_test.cu) linked to it,
 #                       registered with ctest (labels: gpu, stepNN), discovered at test time
-#   bench_stepNN        the shared benchmark (common/bench/bench_attention.cu) linked to it
+#   bench_stepNN        the shared benchmark (bench/bench_attention.cu) linked to it
+#   isa_stepNN          the device code the ISA check reads, and the ctest isa.stepNN
 #   stepN               the umbrella target: `make step1 && ./bench`
-# and appends NN to the global property FLASHSTEPS_STEPS (read by the book and CI).
+# and then includes steps/NN_slug/step.cmake when there is one: a step's extras (more
+# sources, more tests, a tool of its own). The file runs inside add_step, after the targets
+# above exist, with these variables set:
+#   STEP_NUMBER, STEP_SLUG, STEP_ID (stepNN), STEP_DIR (absolute folder),
+#   STEP_LIBRARY (flashsteps_stepNN), STEP_TEST (test_stepNN, empty without tests),
+#   STEP_BENCH (bench_stepNN, empty without benchmarks), STEP_TARGET (stepN)
+# and may call flashsteps_gpu_sources(<target> <file>...) to add CUDA/HIP sources.
+#
+# Skipped steps: FLASHSTEPS_BACKEND=NONE skips every step, and REQUIRES skips a step where
+# it cannot be built. Configure prints "Step NN slug: not built (<reason>)", and `make stepN`
+# prints the same reason and FAILS (so `make step7 && ./bench` does not bench the steps
+# before it as if step 07 were there). No other target of the step exists.
+#
+# The registry: every add_step() is recorded, built or not, and
+# flashsteps_write_registry(<file>) writes it as JSON once all steps are registered
+# (the root CMakeLists.txt writes ${CMAKE_BINARY_DIR}/steps.json), for the book tooling:
+#   {"version": 1, "backend": "CUDA" | "HIP" | "NONE",
+#    "steps": [{"number": "06", "slug": "autotuned", "name": "06_autotuned",
+#               "folder": "steps/06_autotuned", "base": "05" (null for the first step),
+#               "built": true, "reason": "" (why not, when built is false),
+#               "requires": ["CUDA_SM90A"] or [], "target": "step6",
+#               "extras": "steps/06_autotuned/step.cmake" or null}, ...]}
+# in registration order; paths relative to the source folder. A folder steps/NN_* without an
+# add_step() line is reported as a configure warning.
+#
+# ISA checks: the ctest isa.stepNN (label isa) reads the device code the compiler generates
+# for step.cu (PTX for sm_90a on CUDA, the ISA of every CMAKE_HIP_ARCHITECTURES target on
+# HIP) and fails unless every pattern of the step's sets matches, so CI, which has no GPU,
+# sees that the kernels use the instructions they were written for.
 
 # Compile options every GPU translation unit gets.
 function(flashsteps_gpu_options target)
@@ -19,10 +77,25 @@ function(flashsteps_gpu_options target)
   endif()
 endfunction()
 
-# The instructions a step must contain, checked by the ctest `isa.stepNN` (label isa) in
-# the device code the compiler generates: PTX for sm_90a on CUDA, the ISA of every
-# CMAKE_HIP_ARCHITECTURES target on HIP. Lets CI, which has no GPU, see that the kernels
-# use the instructions they were written for.
+# flashsteps_gpu_sources(target file...): adds files compiled as CUDA or HIP to target.
+function(flashsteps_gpu_sources target)
+  set_source_files_properties(${ARGN} PROPERTIES LANGUAGE ${FLASHSTEPS_GPU_LANG})
+  target_sources(${target} PRIVATE ${ARGN})
+endfunction()
+
+# flashsteps_isa_set(NAME CUDA <regex>... HIP <regex>...): see the top of this file.
+function(flashsteps_isa_set name)
+  cmake_parse_arguments(ARG "" "" "CUDA;HIP" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS OR NOT (ARG_CUDA AND ARG_HIP))
+    message(FATAL_ERROR "flashsteps_isa_set(${name}): give CUDA <regex>... and HIP <regex>..., "
+                        "not '${ARG_UNPARSED_ARGUMENTS}'")
+  endif()
+  set_property(GLOBAL PROPERTY FLASHSTEPS_ISA_SET_${name} TRUE)
+  set_property(GLOBAL PROPERTY FLASHSTEPS_ISA_SET_${name}_CUDA "${ARG_CUDA}")
+  set_property(GLOBAL PROPERTY FLASHSTEPS_ISA_SET_${name}_HIP "${ARG_HIP}")
+endfunction()
+
+# The ISA check of one step (see the top of this file).
 function(flashsteps_add_isa_check id src cuda_patterns hip_patterns)
   set(includes -I${CMAKE_SOURCE_DIR}/common/include)
   file(MAKE_DIRECTORY ${CMAKE_BINARY_DIR}/isa)
@@ -57,59 +130,252 @@ function(flashsteps_add_isa_check id src cuda_patterns hip_patterns)
   endif()
 endfunction()
 
-# add_step(NN slug [SOURCES <file>...] [TEST_SOURCES <file>...] ISA_CUDA <regex>... ISA_HIP <regex>...)
-# SOURCES: more files of the step's library (beside step.cu, compiled as CUDA/HIP);
-# TEST_SOURCES: more test files linked into test_stepNN beside the conformance suite.
+# Why a step with these REQUIRES cannot be built here (empty: it can); the 90a entry of
+# CMAKE_CUDA_ARCHITECTURES goes to out_arch.
+function(_flashsteps_requires_reason requires out_reason out_arch)
+  set(reason "")
+  set(arch "")
+  foreach(req IN LISTS requires)
+    if(req STREQUAL "CUDA_SM90A")
+      if(NOT FLASHSTEPS_BACKEND STREQUAL "CUDA")
+        set(reason "needs NVIDIA sm_90a (REQUIRES CUDA_SM90A), and FLASHSTEPS_BACKEND is ${FLASHSTEPS_BACKEND}")
+      else()
+        foreach(a IN LISTS CMAKE_CUDA_ARCHITECTURES)
+          if(a MATCHES "^90a(-real|-virtual)?$")
+            set(arch "${a}")
+          endif()
+        endforeach()
+        if(NOT arch)
+          string(REPLACE ";" "," archs "${CMAKE_CUDA_ARCHITECTURES}")
+          set(reason "needs NVIDIA sm_90a (REQUIRES CUDA_SM90A), and CMAKE_CUDA_ARCHITECTURES (${archs}) has no 90a: configure with -DCMAKE_CUDA_ARCHITECTURES=90a (or 80 and 90a)")
+        endif()
+      endif()
+    else()
+      message(FATAL_ERROR "add_step: unknown REQUIRES '${req}' (known: CUDA_SM90A)")
+    endif()
+  endforeach()
+  set(${out_reason} "${reason}" PARENT_SCOPE)
+  set(${out_arch} "${arch}" PARENT_SCOPE)
+endfunction()
+
+# add_step(NN slug ...): see the top of this file.
 function(add_step number slug)
-  cmake_parse_arguments(ARG "" "" "ISA_CUDA;ISA_HIP;SOURCES;TEST_SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "WERROR_PTXAS" "BASE" "ISA;ISA_CUDA;ISA_HIP;REQUIRES" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "add_step(${number} ${slug}): unknown arguments '${ARG_UNPARSED_ARGUMENTS}'")
+  endif()
+  if(NOT number MATCHES "^[0-9][0-9]$")
+    message(FATAL_ERROR "add_step(${number} ${slug}): the number must have two digits (01, 07, ...)")
+  endif()
+  get_property(written GLOBAL PROPERTY FLASHSTEPS_REGISTRY_WRITTEN)
+  if(written)
+    message(FATAL_ERROR "add_step(${number} ${slug}) comes after flashsteps_write_registry(): move it up")
+  endif()
   set(id step${number})
   math(EXPR short "${number}")  # 01 -> 1, for `make step1`
-  set(dir ${CMAKE_SOURCE_DIR}/steps/${number}_${slug})
-  list(TRANSFORM ARG_SOURCES PREPEND ${dir}/)
-  set_source_files_properties(${dir}/step.cu ${ARG_SOURCES} PROPERTIES LANGUAGE ${FLASHSTEPS_GPU_LANG})
+  set(name ${number}_${slug})
+  set(dir ${CMAKE_SOURCE_DIR}/steps/${name})
+  if(NOT EXISTS ${dir}/step.cu)
+    message(FATAL_ERROR "add_step(${number} ${slug}): ${dir}/step.cu does not exist")
+  endif()
+  get_property(registered GLOBAL PROPERTY FLASHSTEPS_STEP_NUMBERS)
+  if(number IN_LIST registered)
+    message(FATAL_ERROR "add_step(${number} ${slug}): step ${number} is registered twice")
+  endif()
 
-  add_library(flashsteps_${id} STATIC ${dir}/step.cu ${ARG_SOURCES})
-  target_link_libraries(flashsteps_${id} PUBLIC flashsteps_gpu)
-  target_include_directories(flashsteps_${id} PUBLIC ${dir} PRIVATE ${CMAKE_BINARY_DIR}/generated)
-  target_compile_definitions(flashsteps_${id} PRIVATE FLASHSTEPS_STEP_NS=${id})
-  flashsteps_gpu_options(flashsteps_${id})
-  set(step_libs flashsteps_${id})
+  # The step it builds on: BASE, else the one registered before.
+  if(DEFINED ARG_BASE)
+    if(NOT ARG_BASE IN_LIST registered)
+      message(FATAL_ERROR "add_step(${number} ${slug}): BASE ${ARG_BASE} is not a step registered before it")
+    endif()
+    set(base ${ARG_BASE})
+  else()
+    get_property(base GLOBAL PROPERTY FLASHSTEPS_LAST_STEP)
+  endif()
+
+  # The instructions it must contain: its named sets, then its one-off patterns.
+  set(isa_cuda)
+  set(isa_hip)
+  foreach(set_name IN LISTS ARG_ISA)
+    get_property(known GLOBAL PROPERTY FLASHSTEPS_ISA_SET_${set_name})
+    if(NOT known)
+      message(FATAL_ERROR "add_step(${number} ${slug}): no ISA set '${set_name}' (define it with flashsteps_isa_set)")
+    endif()
+    get_property(cuda GLOBAL PROPERTY FLASHSTEPS_ISA_SET_${set_name}_CUDA)
+    get_property(hip GLOBAL PROPERTY FLASHSTEPS_ISA_SET_${set_name}_HIP)
+    list(APPEND isa_cuda ${cuda})
+    list(APPEND isa_hip ${hip})
+  endforeach()
+  list(APPEND isa_cuda ${ARG_ISA_CUDA})
+  list(APPEND isa_hip ${ARG_ISA_HIP})
+
+  # Built here, or why not.
+  set(reason "")
+  set(sm90a_arch "")
+  if(FLASHSTEPS_BACKEND STREQUAL "NONE")
+    set(reason "FLASHSTEPS_BACKEND is NONE: the CPU build has no GPU code")
+  else()
+    _flashsteps_requires_reason("${ARG_REQUIRES}" reason sm90a_arch)
+  endif()
+
+  # The registry entry (flashsteps_write_registry).
+  set_property(GLOBAL APPEND PROPERTY FLASHSTEPS_STEP_NUMBERS ${number})
+  set_property(GLOBAL APPEND PROPERTY FLASHSTEPS_STEPS ${name})
+  set_property(GLOBAL PROPERTY FLASHSTEPS_LAST_STEP ${number})
+  set_property(GLOBAL PROPERTY FLASHSTEPS_STEP_${number}_SLUG ${slug})
+  set_property(GLOBAL PROPERTY FLASHSTEPS_STEP_${number}_BASE "${base}")
+  set_property(GLOBAL PROPERTY FLASHSTEPS_STEP_${number}_REASON "${reason}")
+  set_property(GLOBAL PROPERTY FLASHSTEPS_STEP_${number}_REQUIRES "${ARG_REQUIRES}")
+  set_property(GLOBAL PROPERTY FLASHSTEPS_STEP_${number}_TARGET step${short})
+  if(EXISTS ${dir}/step.cmake)
+    set_property(GLOBAL PROPERTY FLASHSTEPS_STEP_${number}_EXTRAS steps/${name}/step.cmake)
+  endif()
+
+  if(reason)
+    if(NOT FLASHSTEPS_BACKEND STREQUAL "NONE")  # the CPU build says it once, in the registry's summary
+      message(STATUS "Step ${number} ${slug}: not built (${reason})")
+    endif()
+    add_custom_target(step${short}
+      COMMAND ${CMAKE_COMMAND} -E echo "step ${number} (${slug}) is not built in this build folder: ${reason}"
+      COMMAND ${CMAKE_COMMAND} -E false
+      VERBATIM)
+    return()
+  endif()
+
+  # The step's library.
+  set(lib flashsteps_${id})
+  add_library(${lib} STATIC)
+  flashsteps_gpu_sources(${lib} ${dir}/step.cu)
+  target_link_libraries(${lib} PUBLIC flashsteps_gpu)
+  target_include_directories(${lib} PUBLIC ${dir} PRIVATE ${CMAKE_BINARY_DIR}/generated)
+  target_compile_definitions(${lib} PRIVATE FLASHSTEPS_STEP_NS=${id})
+  flashsteps_gpu_options(${lib})
+  if(sm90a_arch)
+    set_target_properties(${lib} PROPERTIES CUDA_ARCHITECTURES ${sm90a_arch})
+  endif()
+  if(ARG_WERROR_PTXAS AND FLASHSTEPS_BACKEND STREQUAL "CUDA")
+    target_compile_options(${lib} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=--warning-as-error>)
+    # The launcher runs the compile; any launcher of the user's (ccache) comes after it.
+    set(launcher ${CMAKE_SOURCE_DIR}/cmake/ptxas_check.sh ${CMAKE_CUDA_COMPILER_LAUNCHER})
+    set_target_properties(${lib} PROPERTIES CUDA_COMPILER_LAUNCHER "${launcher}")
+  endif()
+  set(step_libs ${lib})
   if(NOT id STREQUAL "step01")
     list(APPEND step_libs flashsteps_step01)  # the baseline of the FlashAttention error rule
   endif()
-  set(umbrella flashsteps_${id})
+  set(umbrella ${lib})
 
+  set(test_target "")
   if(FLASHSTEPS_BUILD_TESTS)
-    list(TRANSFORM ARG_TEST_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/tests/)
-    set(test_src ${CMAKE_SOURCE_DIR}/tests/conformance_test.cu ${CMAKE_SOURCE_DIR}/tests/gpu_main.cu ${ARG_TEST_SOURCES})
-    set_source_files_properties(${test_src} PROPERTIES LANGUAGE ${FLASHSTEPS_GPU_LANG})
-    add_executable(test_${id} ${test_src})
-    target_compile_definitions(test_${id} PRIVATE FLASHSTEPS_STEP_NS=${id})
-    target_link_libraries(test_${id} PRIVATE ${step_libs} flashsteps_reference GTest::gtest)
-    flashsteps_gpu_options(test_${id})
+    set(test_target test_${id})
+    add_executable(${test_target})
+    flashsteps_gpu_sources(${test_target} ${CMAKE_SOURCE_DIR}/tests/conformance_test.cu ${CMAKE_SOURCE_DIR}/tests/gpu_main.cu)
+    target_compile_definitions(${test_target} PRIVATE FLASHSTEPS_STEP_NS=${id})
+    target_link_libraries(${test_target} PRIVATE ${step_libs} flashsteps_reference GTest::gtest)
+    flashsteps_gpu_options(${test_target})
     # Listing the tests never touches the device, so discovery works without a GPU.
-    gtest_discover_tests(test_${id} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+    gtest_discover_tests(${test_target} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
       PROPERTIES LABELS "gpu;${id}")
-    list(APPEND umbrella test_${id})
+    list(APPEND umbrella ${test_target})
   endif()
 
+  set(bench_target "")
   if(FLASHSTEPS_BUILD_BENCH)
-    set(bench_src ${CMAKE_SOURCE_DIR}/common/bench/bench_attention.cu)
-    set_source_files_properties(${bench_src} PROPERTIES LANGUAGE ${FLASHSTEPS_GPU_LANG})
-    add_executable(bench_${id} ${bench_src})
-    target_compile_definitions(bench_${id} PRIVATE FLASHSTEPS_STEP_NS=${id})
-    target_include_directories(bench_${id} PRIVATE ${CMAKE_BINARY_DIR}/generated)
-    add_dependencies(bench_${id} flashsteps_commit)
-    target_link_libraries(bench_${id} PRIVATE ${step_libs} flashsteps_reference benchmark::benchmark CLI11::CLI11)
-    flashsteps_gpu_options(bench_${id})
-    list(APPEND umbrella bench_${id})
+    set(bench_target bench_${id})
+    add_executable(${bench_target})
+    flashsteps_gpu_sources(${bench_target} ${CMAKE_SOURCE_DIR}/bench/bench_attention.cu)
+    target_compile_definitions(${bench_target} PRIVATE FLASHSTEPS_STEP_NS=${id})
+    target_include_directories(${bench_target} PRIVATE ${CMAKE_BINARY_DIR}/generated)
+    add_dependencies(${bench_target} flashsteps_commit)
+    target_link_libraries(${bench_target} PRIVATE ${step_libs} flashsteps_reference benchmark::benchmark CLI11::CLI11)
+    flashsteps_gpu_options(${bench_target})
+    list(APPEND umbrella ${bench_target})
   endif()
 
-  if(ARG_ISA_CUDA OR ARG_ISA_HIP)
-    flashsteps_add_isa_check(${id} ${dir}/step.cu "${ARG_ISA_CUDA}" "${ARG_ISA_HIP}")
+  if(isa_cuda OR isa_hip)
+    flashsteps_add_isa_check(${id} ${dir}/step.cu "${isa_cuda}" "${isa_hip}")
     list(APPEND umbrella isa_${id})
   endif()
 
   add_custom_target(step${short} DEPENDS ${umbrella})
-  set_property(GLOBAL APPEND PROPERTY FLASHSTEPS_STEPS ${number}_${slug})
+
+  # The step's extras.
+  if(EXISTS ${dir}/step.cmake)
+    set(STEP_NUMBER ${number})
+    set(STEP_SLUG ${slug})
+    set(STEP_ID ${id})
+    set(STEP_DIR ${dir})
+    set(STEP_LIBRARY ${lib})
+    set(STEP_TEST ${test_target})
+    set(STEP_BENCH ${bench_target})
+    set(STEP_TARGET step${short})
+    include(${dir}/step.cmake)
+  endif()
+endfunction()
+
+# flashsteps_write_registry(<file>): every registered step as JSON (format at the top).
+function(flashsteps_write_registry file)
+  get_property(numbers GLOBAL PROPERTY FLASHSTEPS_STEP_NUMBERS)
+  set(steps "[]")
+  set(i 0)
+  set(built_list)
+  foreach(number IN LISTS numbers)
+    foreach(key SLUG BASE REASON REQUIRES TARGET EXTRAS)
+      get_property(${key} GLOBAL PROPERTY FLASHSTEPS_STEP_${number}_${key})
+    endforeach()
+    set(entry "{}")
+    string(JSON entry SET "${entry}" number "\"${number}\"")
+    string(JSON entry SET "${entry}" slug "\"${SLUG}\"")
+    string(JSON entry SET "${entry}" name "\"${number}_${SLUG}\"")
+    string(JSON entry SET "${entry}" folder "\"steps/${number}_${SLUG}\"")
+    if(BASE)
+      string(JSON entry SET "${entry}" base "\"${BASE}\"")
+    else()
+      string(JSON entry SET "${entry}" base "null")
+    endif()
+    if(REASON)
+      string(JSON entry SET "${entry}" built "false")
+    else()
+      string(JSON entry SET "${entry}" built "true")
+      list(APPEND built_list ${number})
+    endif()
+    string(REPLACE "\\" "\\\\" REASON "${REASON}")
+    string(REPLACE "\"" "\\\"" REASON "${REASON}")
+    string(JSON entry SET "${entry}" reason "\"${REASON}\"")
+    set(requires "[]")
+    set(j 0)
+    foreach(req IN LISTS REQUIRES)
+      string(JSON requires SET "${requires}" ${j} "\"${req}\"")
+      math(EXPR j "${j} + 1")
+    endforeach()
+    string(JSON entry SET "${entry}" requires "${requires}")
+    string(JSON entry SET "${entry}" target "\"${TARGET}\"")
+    if(EXTRAS)
+      string(JSON entry SET "${entry}" extras "\"${EXTRAS}\"")
+    else()
+      string(JSON entry SET "${entry}" extras "null")
+    endif()
+    string(JSON steps SET "${steps}" ${i} "${entry}")
+    math(EXPR i "${i} + 1")
+  endforeach()
+  set(json "{}")
+  string(JSON json SET "${json}" version 1)
+  string(JSON json SET "${json}" backend "\"${FLASHSTEPS_BACKEND}\"")
+  string(JSON json SET "${json}" steps "${steps}")
+  file(CONFIGURE OUTPUT ${file} CONTENT "${json}\n" @ONLY)  # rewritten only when it changes
+  set_property(GLOBAL PROPERTY FLASHSTEPS_REGISTRY_WRITTEN TRUE)
+  string(REPLACE ";" " " numbers "${numbers}")
+  string(REPLACE ";" " " built_list "${built_list}")
+  if(NOT built_list)
+    set(built_list "none")
+  endif()
+  message(STATUS "Steps: ${numbers}; built here: ${built_list} (registry: ${file})")
+  # A step folder nobody registered is most likely a forgotten add_step line.
+  file(GLOB folders LIST_DIRECTORIES true RELATIVE ${CMAKE_SOURCE_DIR}/steps ${CMAKE_SOURCE_DIR}/steps/[0-9][0-9]_*)
+  get_property(names GLOBAL PROPERTY FLASHSTEPS_STEPS)
+  foreach(folder IN LISTS folders)
+    if(IS_DIRECTORY ${CMAKE_SOURCE_DIR}/steps/${folder} AND NOT folder IN_LIST names)
+      message(WARNING "steps/${folder} has no add_step() line in CMakeLists.txt, so it is not built and not in the registry (steps.json)")
+    endif()
+  endforeach()
 endfunction()

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "flashsteps/compare.h"
+#include "flashsteps/verify.h"
 #include "flashsteps/fixture.h"
 #include "flashsteps/harness.h"
 #include "flashsteps/reference.h"

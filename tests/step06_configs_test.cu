@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "flashsteps/compare.h"
+#include "flashsteps/verify.h"
 #include "flashsteps/harness.h"
 #include "flashsteps/reference.h"
 #include "flashsteps/step.h"

@@ -17,22 +17,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 
+#include "flashsteps/types.h"  // DType, InvalidArgument, Unsupported, DeviceError
+
 namespace flashsteps {
-
-/// Element types for Q, K, V and O. Accumulation is always float32.
-enum class DType {
-  f32,   ///< IEEE binary32
-  f16,   ///< IEEE binary16
-  bf16,  ///< bfloat16 (8-bit exponent, 7-bit mantissa)
-};
-
-/// Size of one element of @p dtype in bytes (4 or 2).
-std::size_t dtype_size(DType dtype);
-/// Short lower-case name used in benchmark names and messages: "fp32", "fp16", "bf16".
-const char* dtype_name(DType dtype);
 
 /// Which keys a query row may see.
 ///
@@ -103,27 +92,6 @@ struct AttentionArgs {
   std::int64_t head_dim() const { return q.shape[3]; }  ///< D
   /// The scale actually used: the explicit one, or 1/sqrt(head_dim) in float32.
   float scale() const;
-};
-
-/// Thrown for inputs that break the contract. The message names the offending field,
-/// e.g. "k.shape[1] (heads_kv = 3) must divide q.shape[1] (heads_q = 8)".
-class InvalidArgument : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
-
-/// Thrown for inputs the contract allows but one step does not implement (a head_dim or
-/// dtype outside the step's compiled set). The message names the field and the step.
-class Unsupported : public InvalidArgument {
- public:
-  using InvalidArgument::InvalidArgument;
-};
-
-/// Thrown when a GPU runtime call or kernel launch fails; the message carries the call,
-/// the file and line, and the runtime's error string.
-class DeviceError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
 };
 
 /// Checks @p args against the contract above, without touching the device.

@@ -27,7 +27,7 @@
 #include <cuda_runtime.h>
 #endif
 
-#include "flashsteps/attention.h"
+#include "flashsteps/types.h"  // DType (dispatch_dtype), DeviceError (check)
 
 namespace flashsteps::vendor {
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "flashsteps/commit.h"
-#include "flashsteps/compare.h"
+#include "flashsteps/verify.h"
 #include "flashsteps/fixture.h"
 #include "flashsteps/harness.h"
 #include "flashsteps/reference.h"
