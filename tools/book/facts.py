@@ -68,6 +68,11 @@ SDPA_TARGETS = {"04": 0.8, "06": 1.0}
 # many times as fast as step 04 (skipping the hidden KV tiles can give at most about 2).
 CAUSAL_TARGET = {"step": "05", "versus": "04", "seqlen": 8192, "head_dims": (64, 128),
                  "dtypes": ("fp16", "bf16"), "speedup": 1.8}
+# Goals of a step against another measured step or baseline, judged at every attention
+# benchmark both ran from min_seqlen on: step 07 (TMA + wgmma) at least 1.2x step 06, and
+# its standing against PyTorch SDPA's cuDNN backend (no goal: steps 08-09 are to pass it).
+VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024},
+                 "cudnn": {"versus": "sdpa-cudnn", "goal": None, "min_seqlen": 1024}}}
 # The heuristic() shapes of a tuned step on NVIDIA, per compiled head dim: FlashAttention-2's,
 # which are step 05's fixed ones (tools/book/tests/test_search_space.py checks them against
 # the step's source).
@@ -289,6 +294,33 @@ def sdpa(records, step: str) -> list[dict]:
                     "base_tflops": fr.fmt_tflops(base.tflops) if mine and base else None,
                     "ratio": r2(mine.tflops / base.tflops) if mine and base else None,
                     "masks": _per_mask(ratios)})
+    return out
+
+
+def versus(records, step: str, spec: dict) -> list[dict]:
+    """Per GPU and mask: the step's TFLOPS over ``spec["versus"]``'s (a step or a baseline)
+    at every attention benchmark both ran with N >= ``spec["min_seqlen"]``: count, lowest
+    (and where), highest, geometric mean, and how many meet ``spec["goal"]`` (if any)."""
+    out = []
+    for gpu, title in _gpus(records):
+        ratios = []
+        for rec in _attention(records, gpu, step):
+            ref = _rec(records, gpu, spec["versus"], rec.name)
+            if ref is not None and ref.tflops > 0 and (rec.seqlen or 0) >= spec["min_seqlen"]:
+                ratios.append((rec.tflops / ref.tflops, rec))
+        if not ratios:
+            continue
+        ratios.sort(key=lambda x: (x[0], x[1].name))
+        masks = _per_mask(ratios, spec["goal"])
+        for m in masks:
+            worst = min(((x, r) for x, r in ratios if r.mask == m["mask"]), key=lambda t: t[0])[1]
+            m["worst"] = worst.name
+        values = [x for x, _ in ratios]
+        out.append({"title": title, "count": len(ratios), "problems": _problem_set([r for _, r in ratios]),
+                    "versus": spec["versus"], "goal": spec["goal"], "geomean": r2(_geomean(values)),
+                    "low": r2(values[0]), "high": r2(values[-1]),
+                    "met": sum(1 for x in values if spec["goal"] is not None and x >= spec["goal"]),
+                    "masks": masks})
     return out
 
 
@@ -614,6 +646,8 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
                    "sdpa": sdpa(records, num)}
         if num in SDPA_TARGETS:
             v["sdpa_target"] = sdpa_target(records, num, SDPA_TARGETS[num])
+        for key, spec in VERSUS.get(num, {}).items():
+            v[f"versus_{key}"] = versus(records, num, spec)
         if num == CAUSAL_TARGET["step"] and CAUSAL_TARGET["versus"] in numbers:
             v["causal_target"] = causal_target(records)
         tables = (tuning_tables or {}).get(num)

@@ -63,6 +63,7 @@ import argparse
 import difflib
 import filecmp
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -557,6 +558,28 @@ def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path],
                 keep.add(out / name)
 
 
+def generate_step_figures(repo: Path, gen: Path, keep: set[Path],
+                          steps: list[Step] | None = None) -> None:
+    """Per step folder with a ``book_figures.py``: its ``generate(repo, out, url)`` returns
+    {file name: content} (figures drawn from the step's own code), written to the step's
+    generated folder for its chapter to include."""
+    for step in find_steps(repo, steps):
+        script = repo / "steps" / step.name / "book_figures.py"
+        if not script.is_file():
+            continue
+        spec = importlib.util.spec_from_file_location(f"book_figures_{step.number}", script)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        out = gen / "steps" / step.name
+        try:
+            files = module.generate(repo, out, f"/{GENERATED}/steps/{step.name}")
+        except (subprocess.CalledProcessError, RuntimeError) as exc:
+            raise StageError(f"{script.relative_to(repo)}: {exc}") from exc
+        for name, content in files.items():
+            write_if_changed(out / name, content)
+            keep.add(out / name)
+
+
 def generate_search_space(repo: Path, gen: Path, keep: set[Path],
                           steps: list[Step] | None = None) -> None:
     """Per step with a ``tuned/`` folder: for every tuning table in it, the figure of the
@@ -709,6 +732,7 @@ def main(argv: list[str] | None = None) -> int:
         generate_results(repo, gen, results, keep, steps)
         generate_step_results(repo, gen, results, keep, steps)
         generate_search_space(repo, gen, keep, steps)
+        generate_step_figures(repo, gen, keep, steps)
         generate_api(repo, gen, args.doxygen_xml.resolve(),
                      args.doxygen_html.resolve() if args.doxygen_html else None, out, keep)
         prune(gen, keep)

@@ -47,6 +47,7 @@
 #include <type_traits>
 
 #include "flashsteps/attention.h"
+#include "flashsteps/swizzle.h"
 #include "flashsteps/vendor.h"
 
 #if defined(__CUDACC__)
@@ -57,19 +58,9 @@ namespace flashsteps::sm90 {
 
 /// Threads of one warpgroup.
 inline constexpr int kWarpgroupThreads = 128;
-/// 16-bit columns of one 128-byte swizzle chunk.
-inline constexpr int kChunkCols = 64;
 
-/// Byte offset of element (@p row, @p col) of a ROWS-row tile of 16-bit elements in the
-/// 128-byte swizzled layout described above: chunk col / 64, row, then the 16-byte unit
-/// (col % 64) / 8 XOR row % 8. The one layout function: TMA writes it, the descriptors
-/// describe it, the epilogue and the book's figure read it.
-__host__ __device__ constexpr std::uint32_t swizzle_128b(int rows, int row, int col) {
-  const int chunk = col / kChunkCols, c = col % kChunkCols;
-  const int unit = (c / 8) ^ (row % 8);
-  return static_cast<std::uint32_t>((chunk * rows + row) * 128 + unit * 16 + (c % 8) * 2);
-}
 
+// [start:descriptors]
 /// The 64-bit shared-memory matrix descriptor of wgmma (PTX ISA 9.7.15.5.1.2.2):
 ///   bits  0-13  start address >> 4        bits 16-29  leading-dimension byte offset >> 4
 ///   bits 32-45  stride-dimension byte offset >> 4      bits 62-63  swizzle (1 = 128-byte)
@@ -95,6 +86,7 @@ __host__ __device__ constexpr std::uint64_t desc_k_major(std::uint32_t smem_addr
 __host__ __device__ constexpr std::uint64_t desc_mn_major(std::uint32_t smem_addr, std::uint32_t chunk_bytes) {
   return make_smem_desc(smem_addr, chunk_bytes, 1024);
 }
+// [end:descriptors]
 
 #if defined(__CUDACC__)
 
@@ -106,6 +98,7 @@ __device__ __forceinline__ std::uint32_t smem_u32(const void* p) {
 // ---------------------------------------------------------------------------------------
 // wgmma: fence, commit, wait, and the register pinning that keeps it asynchronous.
 
+// [start:wgmma_contract]
 /// `wgmma.fence.sync.aligned`: orders earlier register writes of D / A before the next wgmma.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 /// `wgmma.commit_group.sync.aligned`: the wgmmas issued since the last commit form one group.
@@ -124,13 +117,17 @@ __device__ __forceinline__ void fence_registers(float (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
+/// As fence_registers() above, for 32-bit registers (the packed P fragments).
 template <int N>
 __device__ __forceinline__ void fence_registers(std::uint32_t (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
+// [end:wgmma_contract]
 
-// The accumulator operand lists: "{%0, ..., %K}" and the matching "+f" constraints.
+/// @cond FLASHSTEPS_INTERNAL
+// The accumulator operand lists of the wgmma wrappers: "{%0, ..., %K}" and the matching "+f"
+// constraints (implementation detail of wgmma_ss / wgmma_rs, hidden from the API reference).
 #define FLASHSTEPS_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                          "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define FLASHSTEPS_D32 FLASHSTEPS_D8(0), FLASHSTEPS_D8(8), FLASHSTEPS_D8(16), FLASHSTEPS_D8(24)
@@ -159,9 +156,10 @@ inline constexpr bool kIsBf16 = std::is_same_v<T, vendor::bf16_t>;
                IMM ";\n}\n"                                                                             \
                : OPS                                                                                    \
                : __VA_ARGS__)
+/// @endcond
 
 /// D (64 x N, fp32) = A B + (accumulate ? D : 0), A (64 x 16) and B (16 x N) both in shared
-/// memory, both K-major: `wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}` with
+/// memory, both K-major: `wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16` (or `.f16.f16`) with
 /// imm-trans-a = imm-trans-b = 0 (PTX ISA 9.7.15.5.2). Thread t of the warpgroup holds
 /// d[i] = D[16 (t / 32) + (t % 32) / 4 + 8 ((i / 2) % 2)][8 (i / 4) + 2 (t % 4) + i % 2].
 template <int N, typename T>
@@ -182,6 +180,7 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t desc_a
                      "l"(desc_a), "l"(desc_b), "r"(acc));
 }
 
+// [start:wgmma_rs]
 /// D (64 x N, fp32) = A B + (accumulate ? D : 0) with A (64 x 16) in registers and B (16 x N)
 /// in shared memory, MN-major (imm-trans-b = 1: B's N dimension is contiguous, as V's
 /// head_dim is). A's fragment (PTX ISA 9.7.15.5.1.1.1): thread t holds rows
@@ -208,6 +207,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const std::uint32_t 
     FLASHSTEPS_WGMMA("m64n128k16", "f16", FLASHSTEPS_R64, FLASHSTEPS_D64, "{%64, %65, %66, %67}", 68, 69, "1, 1, 1",
                      "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
 }
+// [end:wgmma_rs]
 #undef FLASHSTEPS_WGMMA
 
 // ---------------------------------------------------------------------------------------
@@ -229,6 +229,7 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint64_t* bar, st
 /// One plain arrival (a consumer releasing a buffer).
 __device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) { (void)cuda::ptx::mbarrier_arrive(bar); }
 
+// [start:mbarrier_wait]
 /// Waits until the phase of parity @p parity of @p bar has completed. Phases alternate 0, 1,
 /// 0, ...: the n-th use (from 0) of a barrier waits for parity n % 2. With
 /// FLASHSTEPS_MBARRIER_TIMEOUT defined (CMake option FLASHSTEPS_MBARRIER_TIMEOUT), a wait
@@ -250,7 +251,9 @@ __device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, std::uint32_t 
   }
 #endif
 }
+// [end:mbarrier_wait]
 
+// [start:tma_load]
 /// One TMA tile copy global -> shared (`cp.async.bulk.tensor.4d...mbarrier::complete_tx`):
 /// the box of @p map at coordinates {c0, c1, c2, c3} (innermost first) lands at @p dst and its
 /// bytes count against the transaction of @p bar. Elements outside the tensor arrive as 0.
@@ -259,6 +262,7 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, i
   const std::int32_t coords[4] = {c0, c1, c2, c3};
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_shared, cuda::ptx::space_global, dst, map, coords, bar);
 }
+// [end:tma_load]
 
 #endif  // __CUDACC__
 
