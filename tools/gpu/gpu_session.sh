@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One full session on a GPU machine, from the repository root, with a build folder already
 # there (built here or copied with its bundled libraries, see tools/gpu/bundle_runtime_libs.sh):
-# device description, every step's GPU tests, compute-sanitizer on a subset, then the
+# device description, every step's GPU tests, compute-sanitizer (memcheck, racecheck, initcheck,
+# synccheck) on a subset, then the
 # benchmark of every step. Logs and JSON go to OUTDIR, packed as OUTDIR.tar.gz at the end.
 #   tools/gpu/gpu_session.sh [BUILD_DIR] [OUTDIR] [extra ./bench arguments...]
 set -uo pipefail
@@ -30,7 +31,7 @@ if command -v cuobjdump > /dev/null && [ "${FLASHSTEPS_SASS:-1}" = 1 ]; then
     [ -x "$t" ] || continue
     name=$(basename "$t")
     cuobjdump -sass -arch sm_90a "$t" > "$outdir/$name.sass" 2>/dev/null
-    echo "$name SASS (sm_90a): $(grep -c 'HMMA\.16816\.F32\.BF16' "$outdir/$name.sass") HMMA.16816.F32.BF16, $(grep -c 'HMMA\.16816\.F32 ' "$outdir/$name.sass") HMMA.16816.F32 (fp16), $(grep -c 'LDSM' "$outdir/$name.sass") LDSM, $(grep -c 'LDGSTS' "$outdir/$name.sass") LDGSTS" | tee -a "$outdir/sass.txt"
+    echo "$name SASS (sm_90a): $(grep -c 'HMMA\.16816\.F32\.BF16' "$outdir/$name.sass") HMMA.16816.F32.BF16, $(grep -c 'HMMA\.16816\.F32 ' "$outdir/$name.sass") HMMA.16816.F32 (fp16), $(grep -c 'LDSM' "$outdir/$name.sass") LDSM, $(grep -c 'LDGSTS' "$outdir/$name.sass") LDGSTS, $(grep -c 'HGMMA' "$outdir/$name.sass") HGMMA, $(grep -c 'UTMALDG' "$outdir/$name.sass") UTMALDG, $(grep -c 'SYNCS' "$outdir/$name.sass") SYNCS" | tee -a "$outdir/sass.txt"
     gzip -f "$outdir/$name.sass"
   done
 fi
@@ -45,7 +46,7 @@ if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_MEMCHECK:-1}" = 1
   for t in "$build"/bin/test_step*; do
     selected "$t" || continue
     name=$(basename "$t")
-    compute-sanitizer --tool memcheck --error-exitcode 3 "$t" --gtest_brief=1 \
+    timeout "${FLASHSTEPS_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool memcheck --error-exitcode 3 "$t" --gtest_brief=1 \
       --gtest_filter="${FLASHSTEPS_MEMCHECK_FILTER:-*nq17_nk100*:*nq257_nk130*:*packed_qkv*:*hq32_hkv8*}" > "$outdir/$name.memcheck.log" 2>&1 || status=1
     echo "$name memcheck: $(grep -E 'ERROR SUMMARY' "$outdir/$name.memcheck.log" | tail -1)"
   done
@@ -55,9 +56,30 @@ if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_RACECHECK:-1}" = 
     [ -x "$t" ] || continue
     selected "$t" || continue
     name=$(basename "$t")
-    compute-sanitizer --tool racecheck --error-exitcode 3 "$t" --gtest_brief=1 \
+    timeout "${FLASHSTEPS_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool racecheck --error-exitcode 3 "$t" --gtest_brief=1 \
       --gtest_filter="${FLASHSTEPS_RACECHECK_FILTER:-*nq130_nk257*bf16*:*nq17_nk100*}" > "$outdir/$name.racecheck.log" 2>&1 || status=1
     echo "$name racecheck: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$outdir/$name.racecheck.log" | tail -1)"
+  done
+fi
+# initcheck (reads of uninitialised device memory) on memcheck's subset, synccheck (barriers
+# and warp-synchronous operations used wrongly) on racecheck's.
+if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_INITCHECK:-1}" = 1 ]; then
+  for t in "$build"/bin/test_step*; do
+    selected "$t" || continue
+    name=$(basename "$t")
+    timeout "${FLASHSTEPS_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool initcheck --error-exitcode 3 "$t" --gtest_brief=1 \
+      --gtest_filter="${FLASHSTEPS_MEMCHECK_FILTER:-*nq17_nk100*:*nq257_nk130*:*packed_qkv*:*hq32_hkv8*}" > "$outdir/$name.initcheck.log" 2>&1 || status=1
+    echo "$name initcheck: $(grep -E 'ERROR SUMMARY' "$outdir/$name.initcheck.log" | tail -1)"
+  done
+fi
+if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_SYNCCHECK:-1}" = 1 ]; then
+  for t in "$build"/bin/test_step0[2-9]*; do
+    [ -x "$t" ] || continue
+    selected "$t" || continue
+    name=$(basename "$t")
+    timeout "${FLASHSTEPS_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool synccheck --error-exitcode 3 "$t" --gtest_brief=1 \
+      --gtest_filter="${FLASHSTEPS_RACECHECK_FILTER:-*nq130_nk257*bf16*:*nq17_nk100*}" > "$outdir/$name.synccheck.log" 2>&1 || status=1
+    echo "$name synccheck: $(grep -E 'ERROR SUMMARY' "$outdir/$name.synccheck.log" | tail -1)"
   done
 fi
 # Roofline ceilings: fp32 FMA rate and copy bandwidth (ours), dense bf16 GEMM (PyTorch, optional).
