@@ -254,7 +254,12 @@ function(add_step number slug)
   if(sm90a_arch)
     set_target_properties(${lib} PROPERTIES CUDA_ARCHITECTURES ${sm90a_arch})
   endif()
-  if(ARG_WERROR_PTXAS AND FLASHSTEPS_BACKEND STREQUAL "CUDA")
+  if(ARG_WERROR_PTXAS AND FLASHSTEPS_BACKEND STREQUAL "CUDA" AND FLASHSTEPS_MBARRIER_TIMEOUT)
+    # The debug build's timed-out wait prints (a call to vprintf), and a call inside the
+    # wgmma pipeline makes ptxas serialize it: that build is for finding hangs, not for speed.
+    message(STATUS "Step ${number} ${slug}: FLASHSTEPS_MBARRIER_TIMEOUT is on, so its wgmmas are serialized "
+                   "and WERROR_PTXAS is not applied (a debug build; do not time it)")
+  elseif(ARG_WERROR_PTXAS AND FLASHSTEPS_BACKEND STREQUAL "CUDA")
     target_compile_options(${lib} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=--warning-as-error>)
     # The launcher runs the compile; any launcher of the user's (ccache) comes after it.
     set(launcher ${CMAKE_SOURCE_DIR}/cmake/ptxas_check.sh ${CMAKE_CUDA_COMPILER_LAUNCHER})

@@ -234,7 +234,8 @@ __device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) { (void)cuda
 /// 0, ...: the n-th use (from 0) of a barrier waits for parity n % 2. With
 /// FLASHSTEPS_MBARRIER_TIMEOUT defined (CMake option FLASHSTEPS_MBARRIER_TIMEOUT), a wait
 /// that has not completed after ~2^31 cycles (about a second) prints which barrier and traps,
-/// instead of hanging the GPU: a wrong phase or transaction count shows up as an error.
+/// instead of hanging the GPU: a wrong phase or transaction count shows up as an error. The
+/// printf is a function call, which makes ptxas serialize the kernel's wgmmas: a debug build.
 __device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, std::uint32_t parity, const char* what) {
 #ifdef FLASHSTEPS_MBARRIER_TIMEOUT
   const long long start = clock64();
