@@ -6,7 +6,8 @@
 /// Steps 02 and 03 compile {32, 64, 128, 256}; the tensor-core steps add 96 (one MMA k-step
 /// is 16 wide, so 96 is a whole tile and saves a quarter of the work of padding to 128).
 /// A call runs the kernel of the smallest compiled head dim that holds its head_dim; the
-/// kernels zero-pad the rest (D = 40 runs the 64 kernel, D = 80 the 96 or the 128 one).
+/// kernels zero-pad the rest (D = 40 runs the 64 kernel; D = 80 the 96 one on tensor cores,
+/// the 128 one in steps 02 and 03).
 #pragma once
 
 #include <cstddef>
