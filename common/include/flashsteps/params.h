@@ -28,8 +28,14 @@ struct Params {
   const T* v;  ///< [B, Hkv, Nk, D] strided
   T* o;        ///< [B, Hq, Nq, D] strided
   float* lse;  ///< [B, Hq, Nq] contiguous, or nullptr
-  std::int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];  ///< batch, head, seq
-  std::int64_t B, Hq, Hkv, Nq, Nk;  ///< batch, heads of Q and of K/V, seqlens of Q and K
+  ///@{
+  /// Strides of Q, K, V and O in elements: batch, head, seq.
+  std::int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
+  ///@}
+  ///@{
+  /// Sizes: batch, heads of Q, heads of K and V, seqlen of Q, seqlen of K and V.
+  std::int64_t B, Hq, Hkv, Nq, Nk;
+  ///@}
   int D;             ///< the call's head_dim (the kernel's HEAD_DIM may be larger: zero-padded)
   int m_tiles;       ///< query tiles per (batch, head): ceil(Nq / BLOCK_M)
   float scale_log2;  ///< softmax scale * log2(e): scores are kept in base-2 units
