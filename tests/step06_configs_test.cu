@@ -8,10 +8,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "flashsteps/dispatch.h"
 #include "flashsteps/verify.h"
 #include "flashsteps/harness.h"
 #include "flashsteps/reference.h"
@@ -32,7 +33,7 @@ using testing::make;
 
 std::vector<ConfigCase> config_cases() {
   std::vector<ConfigCase> cases;
-  for (int d : {32, 64, 96, 128, 256})
+  for (int d : kTensorCoreHeadDims)
     for (const step06::TileChoice& c : step06::candidates(d)) {
       cases.push_back({c, make(1, 2, 2, 1, 1, d, DType::f16, Mask::none)});
       cases.push_back({c, make(1, 2, 2, 300, 300, d, DType::bf16, Mask::causal_bottom_right)});
@@ -51,16 +52,12 @@ TEST_P(EveryConfiguration, MatchesFloat64Reference) {
   const HostInputs in = make_random_inputs(c.problem, seed_from_name(c.problem.name()));
   const reference::Result ref = reference::run(in);
   DeviceCase device_case(in);
-  // FLASHSTEPS_CONFIG forces the configuration through the public entry point.
-  ASSERT_EQ(setenv("FLASHSTEPS_CONFIG", c.choice.name().c_str(), 1), 0);
   DeviceCase::Output out;
-  try {
+  {
+    // The tuner's options force the configuration through the public entry point.
+    const step06::ScopedTunerOptions forced({c.choice});
     out = run_once(device_case, StepFns{&step06::attention_forward, &step06::workspace_bytes});
-  } catch (...) {
-    unsetenv("FLASHSTEPS_CONFIG");
-    throw;
   }
-  unsetenv("FLASHSTEPS_CONFIG");
   EXPECT_TRUE(out.guards_intact) << "a write landed outside a buffer";
   EXPECT_EQ(out.unwritten, 0) << "output elements left unwritten (still NaN from the poison)";
   const Verdict v = verify_output(c.problem, ref.o, ref.lse, out.o, out.lse);
@@ -78,20 +75,19 @@ INSTANTIATE_TEST_SUITE_P(Space, EveryConfiguration, ::testing::ValuesIn(config_c
 // The space is what the chapter says it is: every compiled head dim has configurations, the
 // heuristic default is one of them, and names round-trip.
 TEST(Space, EveryHeadDimHasCandidatesAndTheDefaultIsOne) {
-  for (int d : {32, 64, 96, 128, 256}) {
+  for (int d : kTensorCoreHeadDims) {
     const std::vector<step06::TileChoice> c = step06::candidates(d);
     ASSERT_FALSE(c.empty()) << "head_dim " << d;
-    for (bool causal : {false, true}) {
-      const step06::TileChoice h = step06::heuristic(d, causal);
-      EXPECT_NE(std::find(c.begin(), c.end(), h), c.end()) << h.name();
-    }
+    const step06::TileChoice h = step06::heuristic(d);
+    EXPECT_NE(std::find(c.begin(), c.end(), h), c.end()) << h.name();
     for (const step06::TileChoice& t : c) {
       const auto parsed = step06::TileChoice::parse(t.name());
       ASSERT_TRUE(parsed.has_value()) << t.name();
       EXPECT_EQ(*parsed, t);
     }
   }
-  EXPECT_TRUE(step06::candidates(48).empty());
+  EXPECT_TRUE(step06::candidates(48).empty());  // not compiled: D = 48 runs the 64 kernels
+  EXPECT_TRUE(step06::candidates(512).empty());
   const auto overlapped = step06::TileChoice::parse("m128_n32_w4_s3_ov");
   ASSERT_TRUE(overlapped.has_value());
   EXPECT_EQ(overlapped->overlap, 1);
@@ -110,19 +106,75 @@ TEST(Space, ForcedConfigurationOutsideTheSpaceIsRejected) {
     t->stride[0] = 2 * 16 * 64, t->stride[1] = 16 * 64, t->stride[2] = 64, t->stride[3] = 1;
   }
   EXPECT_THROW(step06::attention_forward_with(a, nullptr, step06::TileChoice{128, 64, 2, 2}), Unsupported);
-  ASSERT_EQ(setenv("FLASHSTEPS_CONFIG", "m999_n64_w4_s2", 1), 0);
+  const step06::ScopedTunerOptions forced({step06::TileChoice{999, 64, 4, 2}});
   try {
     step06::attention_forward(a, nullptr);
     ADD_FAILURE() << "accepted a configuration outside the space";
   } catch (const Unsupported& e) {
-    EXPECT_NE(std::string(e.what()).find("FLASHSTEPS_CONFIG"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("forced configuration m999_n64_w4_s2"), std::string::npos) << e.what();
   }
-  unsetenv("FLASHSTEPS_CONFIG");
 }
 
-// FLASHSTEPS_TUNE=1: the first call of a key times every candidate on the call's own buffers,
-// writes the choice to the cache file, and still returns the right answer; a second process
-// would then read the choice from that file.
+// The options the environment gives: FLASHSTEPS_CONFIG, FLASHSTEPS_TUNE and the cache path
+// (FLASHSTEPS_TUNE_CACHE, else under $HOME), read through a lookup instead of the process's
+// environment.
+TEST(TunerOptions, FromEnvironment) {
+  using Options = step06::TunerOptions;
+  const Options set = Options::from_environment([](const char* name) -> const char* {
+    if (std::strcmp(name, "FLASHSTEPS_CONFIG") == 0) return "m128_n32_w4_s3_ov";
+    if (std::strcmp(name, "FLASHSTEPS_TUNE") == 0) return "1";
+    if (std::strcmp(name, "FLASHSTEPS_TUNE_CACHE") == 0) return "/tmp/cache.json";
+    return nullptr;
+  });
+  ASSERT_TRUE(set.forced.has_value());
+  EXPECT_EQ(*set.forced, (step06::TileChoice{128, 32, 4, 3, 1}));
+  EXPECT_TRUE(set.tune);
+  EXPECT_EQ(set.cache_path, "/tmp/cache.json");
+  const Options home = Options::from_environment([](const char* name) -> const char* {
+    return std::strcmp(name, "HOME") == 0 ? "/home/u" : std::strcmp(name, "FLASHSTEPS_TUNE") == 0 ? "0" : nullptr;
+  });
+  EXPECT_FALSE(home.forced.has_value());
+  EXPECT_FALSE(home.tune);
+  EXPECT_EQ(home.cache_path, "/home/u/.cache/flashsteps/step06.json");
+  EXPECT_EQ(Options::from_environment([](const char*) -> const char* { return nullptr; }).cache_path,
+            "flashsteps_step06_tuning.json");
+  try {
+    Options::from_environment([](const char* name) -> const char* {
+      return std::strcmp(name, "FLASHSTEPS_CONFIG") == 0 ? "m128_n64" : nullptr;
+    });
+    ADD_FAILURE() << "accepted a FLASHSTEPS_CONFIG that is not a shape name";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("FLASHSTEPS_CONFIG (m128_n64)"), std::string::npos) << e.what();
+  }
+}
+
+// Options set by the program replace the environment's until they are reset, and nest.
+TEST(TunerOptions, ScopedOptionsRestoreThePreviousOnes) {
+  const step06::TileChoice a{128, 64, 4, 2}, b{64, 64, 4, 2};
+  {
+    const step06::ScopedTunerOptions outer({a, false, ""});
+    EXPECT_EQ(step06::tuner_options().forced, a);
+    {
+      const step06::ScopedTunerOptions inner({b, true, "/tmp/x.json"});
+      EXPECT_EQ(step06::tuner_options().forced, b);
+      EXPECT_TRUE(step06::tuner_options().tune);
+    }
+    EXPECT_EQ(step06::tuner_options().forced, a);
+    EXPECT_FALSE(step06::tuner_options().tune);
+  }
+  EXPECT_FALSE(step06::set_tuner_options(std::nullopt).has_value());  // back to the environment
+}
+
+// The padding rule of the tensor-core steps, which is also the head dim of a tuning key.
+TEST(Space, PaddedHeadDim) {
+  const std::pair<int, int> expected[] = {{1, 32}, {32, 32}, {40, 64}, {64, 64}, {72, 96}, {96, 96},
+                                          {104, 128}, {128, 128}, {200, 256}, {256, 256}, {264, 0}};
+  for (const auto& [d, padded] : expected) EXPECT_EQ(padded_head_dim_tc(d), padded) << "head_dim " << d;
+}
+
+// Tuning on (TunerOptions::tune, FLASHSTEPS_TUNE=1): the first call of a key times every
+// candidate on the call's own buffers, writes the choice to the cache file, and still returns
+// the right answer; a second process would then read the choice from that file.
 TEST(RuntimeTuning, TunesCachesAndStaysCorrect) {
   if (vendor::device_count() == 0) GTEST_SKIP() << "no GPU visible to the " << vendor::kName << " runtime";
   const Problem p = make(1, 4, 2, 333, 333, 64, DType::bf16, Mask::causal_top_left);
@@ -131,29 +183,20 @@ TEST(RuntimeTuning, TunesCachesAndStaysCorrect) {
   DeviceCase device_case(in);
   const std::string cache = ::testing::TempDir() + "flashsteps_step06_tune_test.json";
   std::remove(cache.c_str());
-  ASSERT_EQ(setenv("FLASHSTEPS_TUNE_CACHE", cache.c_str(), 1), 0);
-  ASSERT_EQ(setenv("FLASHSTEPS_TUNE", "1", 1), 0);
-  DeviceCase::Output out;
-  try {
-    out = run_once(device_case, StepFns{&step06::attention_forward, &step06::workspace_bytes});
-  } catch (...) {
-    unsetenv("FLASHSTEPS_TUNE");
-    throw;
-  }
-  unsetenv("FLASHSTEPS_TUNE");
+  const step06::ScopedTunerOptions tuning({std::nullopt, true, cache});
+  const DeviceCase::Output out = run_once(device_case, StepFns{&step06::attention_forward, &step06::workspace_bytes});
   const Verdict v = verify_output(p, ref.o, ref.lse, out.o, out.lse);
   EXPECT_EQ(v.failure, "") << p.name();
   EXPECT_EQ(out.unwritten, 0);
   // The cache file holds this problem's key, with a time for every candidate.
   const step06::TuningTable table = step06::TuningTable::load(cache);
-  const step06::TuneKey key = step06::make_key(device_case.args(), device_info().name);
+  const step06::TuneKey key = step06::make_key(device_case.args(), vendor::device_name());
   ASSERT_TRUE(table.lookup(key).has_value()) << key.str() << " not in " << cache;
   const auto entry = std::find_if(table.entries.begin(), table.entries.end(),
                                   [&](const step06::TuneEntry& e) { return e.key.str() == key.str(); });
   ASSERT_NE(entry, table.entries.end());
   EXPECT_EQ(entry->median_ms.size(), step06::candidates(64).size());
   EXPECT_EQ(step06::selected_choice(device_case.args()), *table.lookup(key));
-  unsetenv("FLASHSTEPS_TUNE_CACHE");
   std::remove(cache.c_str());
 }
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The contract's checks, written once; every step calls validate() before any launch.
 #include "flashsteps/attention.h"
-#include "flashsteps/dispatch.h"
 
 #include <cmath>
 #include <cstdint>
@@ -176,25 +175,6 @@ double attention_min_bytes(const AttentionArgs& a) {
   double bytes = elem * static_cast<double>(2 * a.q.numel() + a.k.numel() + a.v.numel());
   if (a.lse != nullptr) bytes += 4.0 * static_cast<double>(a.batch() * a.heads_q() * a.seqlen_q());
   return bytes;
-}
-
-// Declared in dispatch.h: the extra requirements of the 16-byte copies of steps 04 on.
-void check_tensor_core_args(const AttentionArgs& a, const char* step_name) {
-  const std::string step = step_name;
-  if (a.q.dtype == DType::f32)
-    throw Unsupported("q.dtype (fp32): " + step + " multiplies on tensor cores, which take fp16 or bf16");
-  if (a.head_dim() % 8 != 0)
-    throw Unsupported("q.shape[3] (head_dim = " + std::to_string(a.head_dim()) + "): " + step +
-                      " needs a multiple of 8 (rows are copied 16 bytes at a time)");
-  const std::pair<const char*, const TensorView*> views[] = {{"q", &a.q}, {"k", &a.k}, {"v", &a.v}, {"o", &a.o}};
-  for (const auto& [name, t] : views) {
-    if (reinterpret_cast<std::uintptr_t>(t->data) % 16 != 0)
-      throw Unsupported(std::string(name) + ".data: " + step + " needs 16-byte aligned tensors");
-    for (int d = 0; d < 3; ++d)
-      if (t->stride[d] % 8 != 0)
-        throw Unsupported(std::string(name) + ".stride[" + std::to_string(d) + "] (" + std::to_string(t->stride[d]) +
-                          "): " + step + " needs strides that are multiples of 8 elements (16 bytes)");
-  }
 }
 
 }  // namespace flashsteps

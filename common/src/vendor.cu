@@ -66,6 +66,19 @@ int multiprocessor_count() {
   return count;
 }
 
+std::string device_name() {
+  int device = 0;
+  FLASHSTEPS_CHECK(FS_RT(GetDevice)(&device));
+#if FLASHSTEPS_VENDOR_HIP
+  hipDeviceProp_t prop;
+  FLASHSTEPS_CHECK(hipGetDeviceProperties(&prop, device));
+#else
+  cudaDeviceProp prop;
+  FLASHSTEPS_CHECK(cudaGetDeviceProperties(&prop, device));
+#endif
+  return prop.name;
+}
+
 void* malloc_device(std::size_t bytes) {
   void* ptr = nullptr;
   if (bytes > 0) FLASHSTEPS_CHECK(FS_RT(Malloc)(&ptr, bytes));

@@ -16,9 +16,9 @@
 // causal mask hides it (step 05); head_dim <= 256 (compiled for 32, 64, 128, 256; others padded).
 // Chapter: book/steps/03_online_softmax.md
 #include <cmath>
-#include <string>
 
 #include "flashsteps/dispatch.h"
+#include "flashsteps/params.h"
 #include "flashsteps/step.h"
 
 namespace flashsteps::step03 {
@@ -51,21 +51,6 @@ struct Tile {
   static_assert(SMEM_FLOATS * 4 <= 64 * 1024, "tiles must fit 64 KiB of shared memory (AMD LDS)");
 };
 // [end:tile_config]
-
-template <typename T>
-struct Params {
-  const T* q;  // [B, Hq, Nq, D] strided
-  const T* k;  // [B, Hkv, Nk, D] strided
-  const T* v;  // [B, Hkv, Nk, D] strided
-  T* o;        // [B, Hq, Nq, D] strided
-  float* lse;  // [B, Hq, Nq] contiguous, or nullptr
-  std::int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];  // batch, head, seq
-  std::int64_t B, Hq, Hkv, Nq, Nk;
-  int D;
-  int m_tiles;       // query tiles per (batch, head)
-  float scale_log2;  // softmax scale * log2(e): S is kept in base-2 units
-  Mask mask;
-};
 
 // [start:load_tile]
 // Global [rows, D] (row stride in elements) -> shared [ROWS][PITCH] fp32, zero-padded past
@@ -247,10 +232,6 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params<T> p) {
   // [end:epilogue]
 }
 
-void copy_strides(std::int64_t (&dst)[3], const TensorView& t) {
-  for (int d = 0; d < 3; ++d) dst[d] = t.stride[d];
-}
-
 }  // namespace
 
 std::size_t workspace_bytes(const AttentionArgs&) { return 0; }
@@ -266,29 +247,12 @@ void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
     if (is_empty(args)) return;
     vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      Params<T> p;
-      p.q = static_cast<const T*>(args.q.data);
-      p.k = static_cast<const T*>(args.k.data);
-      p.v = static_cast<const T*>(args.v.data);
-      p.o = static_cast<T*>(args.o.data);
-      p.lse = args.lse;
-      copy_strides(p.q_stride, args.q);
-      copy_strides(p.k_stride, args.k);
-      copy_strides(p.v_stride, args.v);
-      copy_strides(p.o_stride, args.o);
-      p.B = args.batch(), p.Hq = args.heads_q(), p.Hkv = args.heads_kv();
-      p.Nq = args.seqlen_q(), p.Nk = args.seqlen_k(), p.D = static_cast<int>(args.head_dim());
-      p.m_tiles = static_cast<int>((p.Nq + TileT::BLOCK_M - 1) / TileT::BLOCK_M);
-      p.scale_log2 = args.scale() * 1.4426950408889634f;
-      p.mask = args.mask;
-      const std::int64_t blocks = p.B * p.Hq * p.m_tiles;
-      if (blocks > vendor::max_grid_blocks(kThreads))
-        throw Unsupported("step 03: batch * heads_q * query tiles = " + std::to_string(blocks) +
-                          " blocks exceeds the grid limit of " + std::to_string(vendor::max_grid_blocks(kThreads)));
+      const Params<T> p = make_params<T>(args, TileT::BLOCK_M);
+      const unsigned blocks = grid_blocks(p, kThreads, "step 03");
       constexpr std::size_t smem_bytes = TileT::SMEM_FLOATS * sizeof(float);
       // Above 48 KiB needs an opt-in; set on every launch (cheap), so every device gets it.
       vendor::set_max_dynamic_smem(reinterpret_cast<const void*>(&attention_kernel<T, HEAD_DIM>), smem_bytes);
-      attention_kernel<T, HEAD_DIM><<<static_cast<unsigned>(blocks), kThreads, smem_bytes, stream>>>(p);
+      attention_kernel<T, HEAD_DIM><<<blocks, kThreads, smem_bytes, stream>>>(p);
       FLASHSTEPS_CHECK_LAUNCH("step03::attention_kernel");
     });
   });

@@ -22,9 +22,9 @@
 // still loaded and multiplied when the causal mask hides it (step 05 skips those).
 // Chapter: book/steps/04_tensor_cores.md
 #include <cmath>
-#include <string>
 
 #include "flashsteps/dispatch.h"
+#include "flashsteps/params.h"
 #include "flashsteps/step.h"
 #include "flashsteps/tile.h"
 
@@ -64,21 +64,6 @@ template <> struct DefaultTile<32> { using type = TileConfig<128, 128, 4, 2>; };
 template <> struct DefaultTile<256> { using type = TileConfig<128, 32, 8, 2>; };
 #endif
 // [end:tile_config]
-
-template <typename T>
-struct Params {
-  const T* q;  // [B, Hq, Nq, D] strided
-  const T* k;  // [B, Hkv, Nk, D] strided
-  const T* v;  // [B, Hkv, Nk, D] strided
-  T* o;        // [B, Hq, Nq, D] strided
-  float* lse;  // [B, Hq, Nq] contiguous, or nullptr
-  std::int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];  // batch, head, seq
-  std::int64_t B, Hq, Hkv, Nq, Nk;
-  int D;
-  int m_tiles;       // query tiles per (batch, head)
-  float scale_log2;  // softmax scale * log2(e)
-  Mask mask;
-};
 
 // [start:kernel]
 template <typename T, int HEAD_DIM, class Cfg>
@@ -209,10 +194,6 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
 }
 // [end:kernel]
 
-void copy_strides(std::int64_t (&dst)[3], const TensorView& t) {
-  for (int d = 0; d < 3; ++d) dst[d] = t.stride[d];
-}
-
 }  // namespace
 
 std::size_t workspace_bytes(const AttentionArgs&) { return 0; }
@@ -235,29 +216,12 @@ void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
     vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<T, float>) {
-        Params<T> p;
-        p.q = static_cast<const T*>(args.q.data);
-        p.k = static_cast<const T*>(args.k.data);
-        p.v = static_cast<const T*>(args.v.data);
-        p.o = static_cast<T*>(args.o.data);
-        p.lse = args.lse;
-        copy_strides(p.q_stride, args.q);
-        copy_strides(p.k_stride, args.k);
-        copy_strides(p.v_stride, args.v);
-        copy_strides(p.o_stride, args.o);
-        p.B = args.batch(), p.Hq = args.heads_q(), p.Hkv = args.heads_kv();
-        p.Nq = args.seqlen_q(), p.Nk = args.seqlen_k(), p.D = static_cast<int>(args.head_dim());
-        p.m_tiles = static_cast<int>((p.Nq + Cfg::BLOCK_M - 1) / Cfg::BLOCK_M);
-        p.scale_log2 = args.scale() * 1.4426950408889634f;
-        p.mask = args.mask;
-        const std::int64_t blocks = p.B * p.Hq * p.m_tiles;
-        if (blocks > vendor::max_grid_blocks(Cfg::kThreads))
-          throw Unsupported("step 04: batch * heads_q * query tiles = " + std::to_string(blocks) +
-                            " blocks exceeds the grid limit of " + std::to_string(vendor::max_grid_blocks(Cfg::kThreads)));
+        const Params<T> p = make_params<T>(args, Cfg::BLOCK_M);
+        const unsigned blocks = grid_blocks(p, Cfg::kThreads, "step 04");
         constexpr std::size_t smem_bytes = Cfg::template smem_bytes<HEAD_DIM>();
         const void* kernel = reinterpret_cast<const void*>(&attention_kernel<T, HEAD_DIM, Cfg>);
         vendor::set_max_dynamic_smem(kernel, smem_bytes);  // above 48 KiB needs an opt-in
-        attention_kernel<T, HEAD_DIM, Cfg><<<static_cast<unsigned>(blocks), Cfg::kThreads, smem_bytes, stream>>>(p);
+        attention_kernel<T, HEAD_DIM, Cfg><<<blocks, Cfg::kThreads, smem_bytes, stream>>>(p);
         FLASHSTEPS_CHECK_LAUNCH("step04::attention_kernel");
       }
     });

@@ -22,21 +22,18 @@
 // on long causal D = 128 problems. The chapter says where the gap is.
 // Limits: as step 05 (fp16/bf16, head_dim a multiple of 8 up to 256, 16-byte alignment).
 // Chapter: book/steps/06_autotuned.md
-#include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <iostream>
+#include <cstddef>
 #include <iterator>
-#include <mutex>
-#include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "flashsteps/dispatch.h"
-#include "flashsteps/harness.h"
+#include "flashsteps/params.h"
 #include "flashsteps/step.h"
 #include "flashsteps/tile.h"
-#include "tuner.h"
+#include "tuner.h"  // TileChoice, Candidate and the selection: which shape runs a call
 
 namespace flashsteps::step06 {
 
@@ -63,7 +60,6 @@ struct TileConfig {
     return static_cast<std::size_t>(BLOCK_M + 2 * STAGES * BLOCK_N) * tile::smem_pitch(HEAD_DIM) * 2;
   }
 };
-
 // [end:tile_config]
 
 // [start:config_space]
@@ -110,21 +106,6 @@ constexpr bool keep_config() {
   return true;
 }
 // [end:config_space]
-
-template <typename T>
-struct Params {
-  const T* q;  // [B, Hq, Nq, D] strided
-  const T* k;  // [B, Hkv, Nk, D] strided
-  const T* v;  // [B, Hkv, Nk, D] strided
-  T* o;        // [B, Hq, Nq, D] strided
-  float* lse;  // [B, Hq, Nq] contiguous, or nullptr
-  std::int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];  // batch, head, seq
-  std::int64_t B, Hq, Hkv, Nq, Nk;
-  int D;
-  int m_tiles;       // query tiles per (batch, head)
-  float scale_log2;  // softmax scale * log2(e)
-  Mask mask;
-};
 
 // [start:kernel]
 template <typename T, int HEAD_DIM, class Cfg>
@@ -320,10 +301,6 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
 }
 // [end:kernel]
 
-void copy_strides(std::int64_t (&dst)[3], const TensorView& t) {
-  for (int d = 0; d < 3; ++d) dst[d] = t.stride[d];
-}
-
 // [start:launch]
 // Launches the kernel of one configuration (the launcher of step 05, templated on the tile).
 template <int HEAD_DIM, class Cfg>
@@ -332,41 +309,18 @@ void launch(const AttentionArgs& args, vendor::Stream stream) {
   vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, float>) {
-      Params<T> p;
-      p.q = static_cast<const T*>(args.q.data);
-      p.k = static_cast<const T*>(args.k.data);
-      p.v = static_cast<const T*>(args.v.data);
-      p.o = static_cast<T*>(args.o.data);
-      p.lse = args.lse;
-      copy_strides(p.q_stride, args.q);
-      copy_strides(p.k_stride, args.k);
-      copy_strides(p.v_stride, args.v);
-      copy_strides(p.o_stride, args.o);
-      p.B = args.batch(), p.Hq = args.heads_q(), p.Hkv = args.heads_kv();
-      p.Nq = args.seqlen_q(), p.Nk = args.seqlen_k(), p.D = static_cast<int>(args.head_dim());
-      p.m_tiles = static_cast<int>((p.Nq + Cfg::BLOCK_M - 1) / Cfg::BLOCK_M);
-      p.scale_log2 = args.scale() * 1.4426950408889634f;
-      p.mask = args.mask;
-      const std::int64_t blocks = p.B * p.Hq * p.m_tiles;
-      if (blocks > vendor::max_grid_blocks(Cfg::kThreads))
-        throw Unsupported("step 06: batch * heads_q * query tiles = " + std::to_string(blocks) +
-                          " blocks exceeds the grid limit of " + std::to_string(vendor::max_grid_blocks(Cfg::kThreads)));
+      const Params<T> p = make_params<T>(args, Cfg::BLOCK_M);
+      const unsigned blocks = grid_blocks(p, Cfg::kThreads, "step 06");
       constexpr std::size_t smem_bytes = Cfg::template smem_bytes<HEAD_DIM>();
       const void* kernel = reinterpret_cast<const void*>(&attention_kernel<T, HEAD_DIM, Cfg>);
       vendor::set_max_dynamic_smem(kernel, smem_bytes);  // above 48 KiB needs an opt-in
-      attention_kernel<T, HEAD_DIM, Cfg><<<static_cast<unsigned>(blocks), Cfg::kThreads, smem_bytes, stream>>>(p);
+      attention_kernel<T, HEAD_DIM, Cfg><<<blocks, Cfg::kThreads, smem_bytes, stream>>>(p);
       FLASHSTEPS_CHECK_LAUNCH("step06::attention_kernel");
     }
   });
 }
 
-// One surviving configuration: its name and its launcher.
-struct Candidate {
-  TileChoice choice;
-  void (*launch)(const AttentionArgs&, vendor::Stream);
-};
-
-// Instantiates configuration I of the space (mixed radix over the four value lists) when the
+// Instantiates configuration I of the space (mixed radix over the five value lists) when the
 // predicate keeps it.
 template <int HEAD_DIM, int I>
 void add_config(std::vector<Candidate>& out) {
@@ -385,91 +339,25 @@ std::vector<Candidate> build_space(std::index_sequence<I...>) {
   (add_config<HEAD_DIM, static_cast<int>(I)>(out), ...);
   return out;
 }
-template <int HEAD_DIM>
-const std::vector<Candidate>& space() {
-  static const std::vector<Candidate> s = build_space<HEAD_DIM>(std::make_index_sequence<kSpaceSize>{});
-  return s;
-}
-const std::vector<Candidate>& space_for(int head_dim) {
-  static const std::vector<Candidate> none;
-  switch (head_dim) {
-    case 32: return space<32>();
-    case 64: return space<64>();
-    case 96: return space<96>();
-    case 128: return space<128>();
-    case 256: return space<256>();
-    default: return none;
-  }
-}
-const Candidate* find(int head_dim, const TileChoice& choice) {
-  for (const Candidate& c : space_for(head_dim))
-    if (c.choice == choice) return &c;
-  return nullptr;
-}
-// [end:launch]
-
-// [start:select]
-std::string device_name() {
-  static const std::string name = device_info().name;  // one device per process
-  return name;
-}
-
-std::string space_list(int head_dim) {
-  std::string list;
-  for (const Candidate& c : space_for(head_dim)) list += (list.empty() ? "" : ", ") + c.choice.name();
-  return list;
-}
-
-// The user's tuning cache, read once, and the lock that guards it.
-std::mutex& cache_mutex() {
-  static std::mutex m;
-  return m;
-}
-TuningTable& user_cache() {
-  static TuningTable table = TuningTable::load(cache_path());
-  return table;
-}
-
-// The shape for a call, in the order of tuner.h; with may_tune false, step 3 is left out.
-const Candidate& select(const AttentionArgs& args, vendor::Stream stream, bool may_tune) {
-  const int head_dim = padded_head_dim(args.head_dim());
-  if (const char* forced = std::getenv("FLASHSTEPS_CONFIG"); forced != nullptr && *forced != '\0') {
-    const std::optional<TileChoice> choice = TileChoice::parse(forced);
-    const Candidate* c = choice ? find(head_dim, *choice) : nullptr;
-    if (c == nullptr)
-      throw Unsupported(std::string("FLASHSTEPS_CONFIG (") + forced + ") is not in step 06's space for head_dim " +
-                        std::to_string(head_dim) + ": " + space_list(head_dim));
-    return *c;
-  }
-  const TuneKey key = make_key(args, device_name());
-  std::lock_guard<std::mutex> lock(cache_mutex());
-  if (std::optional<TileChoice> cached = user_cache().lookup(key))
-    if (const Candidate* c = find(head_dim, *cached)) return *c;
-  if (const char* t = std::getenv("FLASHSTEPS_TUNE"); may_tune && t != nullptr && std::string(t) == "1") {
-    const TuneEntry entry = tune(args, stream, &std::cerr);
-    user_cache().insert(entry);
-    user_cache().save(cache_path());
-    std::cerr << "[step06 tune] " << key.str() << ": chose " << entry.choice.name() << " (cached in " << cache_path()
-              << ")\n";
-    return *find(head_dim, entry.choice);
-  }
-  if (std::optional<TileChoice> tuned = checked_in_table().lookup(key))
-    if (const Candidate* c = find(head_dim, *tuned)) return *c;
-  return *find(head_dim, heuristic(head_dim, args.mask != Mask::none));
-}
-// [end:select]
 
 }  // namespace
 
-// [start:public]
-std::vector<TileChoice> candidates(int head_dim) {
-  std::vector<TileChoice> out;
-  for (const Candidate& c : space_for(head_dim)) out.push_back(c.choice);
-  return out;
+const std::vector<Candidate>& space(int head_dim) {
+  static const std::vector<Candidate> none;
+  const std::vector<Candidate>* out = &none;
+  if (padded_head_dim_tc(head_dim) == head_dim)  // a compiled head dim: built once, on first use
+    dispatch_head_dim_tc(head_dim, "step 06", [&](auto head_dim_tag) {
+      static const std::vector<Candidate> s =
+          build_space<decltype(head_dim_tag)::value>(std::make_index_sequence<kSpaceSize>{});
+      out = &s;
+    });
+  return *out;
 }
+// [end:launch]
 
-TileChoice heuristic(int head_dim, bool causal) {
-  (void)causal;  // FlashAttention-2 uses the same shapes for both (sm80 and sm90)
+// [start:public]
+// FlashAttention-2's shapes (sm80 and sm90), which are the same for full and causal masks.
+TileChoice heuristic(int head_dim) {
 #if FLASHSTEPS_VENDOR_HIP  // step 05's shapes
   const TileChoice preferred = head_dim <= 64    ? TileChoice{64, 64, 4, 2}
                                : head_dim <= 128 ? TileChoice{64, 32, 4, 2}
@@ -479,59 +367,9 @@ TileChoice heuristic(int head_dim, bool causal) {
                                : head_dim <= 128 ? TileChoice{128, 64, 4, 2}
                                                  : TileChoice{128, 32, 8, 2};
 #endif
-  if (find(head_dim, preferred) != nullptr) return preferred;
-  return space_for(head_dim).at(0).choice;  // every compiled head dim has a non-empty space
-}
-
-void attention_forward_with(const AttentionArgs& args, vendor::Stream stream, const TileChoice& choice) {
-  validate(args);
-  check_tensor_core_args(args, "step 06");
-  const int head_dim = padded_head_dim(args.head_dim());
-  if (head_dim == 0)
-    throw Unsupported("q.shape[3] (head_dim = " + std::to_string(args.head_dim()) + ") exceeds step 06's maximum of 256");
-  const Candidate* c = find(head_dim, choice);
-  if (c == nullptr)
-    throw Unsupported("configuration " + choice.name() + " is not in step 06's space for head_dim " +
-                      std::to_string(head_dim) + ": " + space_list(head_dim));
-  if (is_empty(args)) return;
-  c->launch(args, stream);
-}
-
-TileChoice selected_choice(const AttentionArgs& args) { return select(args, nullptr, false).choice; }
-
-TuneEntry tune(const AttentionArgs& args, vendor::Stream stream, std::ostream* progress, int warmup, int reps) {
-  validate(args);
-  check_tensor_core_args(args, "step 06");
-  const int head_dim = padded_head_dim(args.head_dim());
-  TuneEntry entry;
-  entry.key = make_key(args, device_name());
-  const std::vector<Candidate>& cands = space_for(head_dim);
-  if (cands.empty())
-    throw Unsupported("q.shape[3] (head_dim = " + std::to_string(args.head_dim()) + ") exceeds step 06's maximum of 256");
-  // Each timed launch sits between its own two events, all queued back to back (nothing
-  // waits between launches, so no launch latency is timed); read once the stream drains.
-  std::vector<vendor::Event> events(2 * static_cast<std::size_t>(reps));
-  for (vendor::Event& e : events) e = vendor::event_create();
-  double best = 0.0;
-  for (std::size_t i = 0; i < cands.size(); ++i) {
-    for (int w = 0; w < warmup; ++w) cands[i].launch(args, stream);
-    for (int r = 0; r < reps; ++r) {
-      vendor::event_record(events[2 * r], stream);
-      cands[i].launch(args, stream);
-      vendor::event_record(events[2 * r + 1], stream);
-    }
-    std::vector<double> ms;
-    for (int r = 0; r < reps; ++r) ms.push_back(vendor::event_elapsed_ms(events[2 * r], events[2 * r + 1]));
-    std::sort(ms.begin(), ms.end());
-    const double median = ms[ms.size() / 2];
-    entry.median_ms.emplace_back(cands[i].choice, median);
-    if (i == 0 || median < best) best = median, entry.choice = cands[i].choice;
-    if (progress != nullptr)
-      *progress << "[step06 tune] " << entry.key.str() << " " << (i + 1) << "/" << cands.size() << " "
-                << cands[i].choice.name() << " " << median << " ms" << std::endl;
-  }
-  for (vendor::Event& e : events) vendor::event_destroy(e);
-  return entry;
+  for (const Candidate& c : space(head_dim))
+    if (c.choice == preferred) return preferred;
+  return space(head_dim).at(0).choice;  // every compiled head dim has a non-empty space
 }
 // [end:public]
 
@@ -546,11 +384,9 @@ StepInfo info() {
 // [start:launcher]
 void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
   validate(args);
-  check_tensor_core_args(args, "step 06");
-  if (padded_head_dim(args.head_dim()) == 0)
-    throw Unsupported("q.shape[3] (head_dim = " + std::to_string(args.head_dim()) + ") exceeds step 06's maximum of 256");
+  check_tensor_core_args(args, "step 06");  // head_dim up to 256: every call has a space
   if (is_empty(args)) return;
-  select(args, stream, true).launch(args, stream);
+  select(args, stream, /*may_tune=*/true).launch(args, stream);
 }
 // [end:launcher]
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Step 06's tuning bookkeeping: names of tile shapes, keys, and the JSON tables (tuner.h).
+// Step 06's tuner (tuner.h): which shape of the space runs a call (the options, the user's
+// cache, the checked-in tables), the timing of the candidates, and the JSON tables.
 #include "tuner.h"
 
 #include <algorithm>
@@ -8,10 +9,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <mutex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "flashsteps/dispatch.h"
 #include "flashsteps/step06_tuned_tables.h"  // generated: kTunedTables[], the files of tuned/
 
 namespace flashsteps::step06 {
@@ -47,12 +51,6 @@ std::string TuneKey::str() const {
          std::to_string(seqlen_bucket);
 }
 
-int padded_head_dim(std::int64_t head_dim) {
-  for (int d : {32, 64, 96, 128, 256})
-    if (head_dim <= d) return d;
-  return 0;
-}
-
 std::int64_t seqlen_bucket(std::int64_t seqlen) {
   std::int64_t b = 128;
   while (b < seqlen && b < 65536) b *= 2;
@@ -63,7 +61,7 @@ TuneKey make_key(const AttentionArgs& args, const std::string& device) {
   TuneKey k;
   k.device = device;
   k.dtype = args.q.dtype;
-  k.head_dim = padded_head_dim(args.head_dim());
+  k.head_dim = padded_head_dim_tc(args.head_dim());
   k.causal = args.mask != Mask::none;
   k.seqlen_bucket = seqlen_bucket(std::max(args.seqlen_q(), args.seqlen_k()));
   return k;
@@ -194,11 +192,154 @@ const TuningTable& checked_in_table() {
   return merged;
 }
 
-std::string cache_path() {
-  if (const char* p = std::getenv("FLASHSTEPS_TUNE_CACHE"); p != nullptr && *p != '\0') return p;
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
-    return std::string(home) + "/.cache/flashsteps/step06.json";
-  return "flashsteps_step06_tuning.json";
+// ---- The space's shapes, and one shape run on demand ----
+
+namespace {
+const Candidate* find(int head_dim, const TileChoice& choice) {
+  for (const Candidate& c : space(head_dim))
+    if (c.choice == choice) return &c;
+  return nullptr;
 }
+}  // namespace
+
+std::vector<TileChoice> candidates(int head_dim) {
+  std::vector<TileChoice> out;
+  for (const Candidate& c : space(head_dim)) out.push_back(c.choice);
+  return out;
+}
+
+const Candidate& find_candidate(int head_dim, const TileChoice& choice, const char* what) {
+  if (const Candidate* c = find(head_dim, choice)) return *c;
+  std::string list;
+  for (const Candidate& c : space(head_dim)) list += (list.empty() ? "" : ", ") + c.choice.name();
+  throw Unsupported(std::string(what) + " " + choice.name() + " is not in step 06's space for head_dim " +
+                    std::to_string(head_dim) + ": " + list);
+}
+
+void attention_forward_with(const AttentionArgs& args, vendor::Stream stream, const TileChoice& choice) {
+  validate(args);
+  check_tensor_core_args(args, "step 06");
+  const Candidate& c = find_candidate(padded_head_dim_tc(args.head_dim()), choice);
+  if (is_empty(args)) return;
+  c.launch(args, stream);
+}
+
+// ---- The options: the environment's, or the program's ----
+
+TunerOptions TunerOptions::from_environment(Lookup lookup) {
+  const auto get = [lookup](const char* name) -> std::string {
+    const char* value = lookup != nullptr ? lookup(name) : std::getenv(name);
+    return value != nullptr ? value : "";
+  };
+  TunerOptions o;
+  if (const std::string forced = get("FLASHSTEPS_CONFIG"); !forced.empty()) {
+    o.forced = TileChoice::parse(forced);
+    if (!o.forced) throw Unsupported("FLASHSTEPS_CONFIG (" + forced + ") is not a shape name such as m128_n64_w4_s2");
+  }
+  o.tune = get("FLASHSTEPS_TUNE") == "1";
+  o.cache_path = get("FLASHSTEPS_TUNE_CACHE");
+  if (o.cache_path.empty())
+    o.cache_path = get("HOME").empty() ? "flashsteps_step06_tuning.json" : get("HOME") + "/.cache/flashsteps/step06.json";
+  return o;
+}
+
+namespace {
+// The options a program set (nullopt: the environment's), and the lock that guards them.
+std::mutex options_mutex;
+std::optional<TunerOptions> options_set;
+}  // namespace
+
+TunerOptions tuner_options() {
+  std::lock_guard<std::mutex> lock(options_mutex);
+  return options_set ? *options_set : TunerOptions::from_environment();
+}
+
+std::optional<TunerOptions> set_tuner_options(std::optional<TunerOptions> options) {
+  std::lock_guard<std::mutex> lock(options_mutex);
+  std::swap(options, options_set);
+  return options;
+}
+
+// ---- The choice of a call, and the tuner ----
+
+// [start:select]
+namespace {
+std::string device_name() {
+  static const std::string name = vendor::device_name();  // one device per process
+  return name;
+}
+
+// The user's tuning cache: the file of the options' cache path, read when first needed (and
+// again when the path changes), and the lock that guards it.
+std::mutex cache_mutex;
+TuningTable& user_cache(const std::string& path) {
+  static std::string loaded_path;
+  static TuningTable table;
+  if (path != loaded_path) {
+    table = path.empty() ? TuningTable() : TuningTable::load(path);
+    loaded_path = path;
+  }
+  return table;
+}
+}  // namespace
+
+const Candidate& select(const AttentionArgs& args, vendor::Stream stream, bool may_tune) {
+  const int head_dim = padded_head_dim_tc(args.head_dim());
+  const TunerOptions options = tuner_options();
+  if (options.forced) return find_candidate(head_dim, *options.forced, "forced configuration");
+  const TuneKey key = make_key(args, device_name());
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  TuningTable& cache = user_cache(options.cache_path);
+  if (std::optional<TileChoice> cached = cache.lookup(key))
+    if (const Candidate* c = find(head_dim, *cached)) return *c;
+  if (may_tune && options.tune) {
+    const TuneEntry entry = tune(args, stream, &std::cerr);
+    cache.insert(entry);
+    if (!options.cache_path.empty()) cache.save(options.cache_path);
+    std::cerr << "[step06 tune] " << key.str() << ": chose " << entry.choice.name() << " (cached in "
+              << (options.cache_path.empty() ? "memory only" : options.cache_path) << ")\n";
+    return *find(head_dim, entry.choice);
+  }
+  if (std::optional<TileChoice> tuned = checked_in_table().lookup(key))
+    if (const Candidate* c = find(head_dim, *tuned)) return *c;
+  return *find(head_dim, heuristic(head_dim));
+}
+// [end:select]
+
+TileChoice selected_choice(const AttentionArgs& args) { return select(args, nullptr, false).choice; }
+
+// [start:tune]
+TuneEntry tune(const AttentionArgs& args, vendor::Stream stream, std::ostream* progress, int warmup, int reps) {
+  validate(args);
+  check_tensor_core_args(args, "step 06");  // head_dim up to 256: the space is not empty
+  TuneEntry entry;
+  entry.key = make_key(args, device_name());
+  const std::vector<Candidate>& cands = space(entry.key.head_dim);
+  // Each timed launch sits between its own two events, all queued back to back (nothing
+  // waits between launches, so no launch latency is timed); read once the stream drains.
+  std::vector<vendor::Event> events(2 * static_cast<std::size_t>(reps));
+  for (vendor::Event& e : events) e = vendor::event_create();
+  double best = 0.0;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    for (int w = 0; w < warmup; ++w) cands[i].launch(args, stream);
+    for (int r = 0; r < reps; ++r) {
+      vendor::event_record(events[2 * r], stream);
+      cands[i].launch(args, stream);
+      vendor::event_record(events[2 * r + 1], stream);
+    }
+    std::vector<double> ms;
+    for (int r = 0; r < reps; ++r) ms.push_back(vendor::event_elapsed_ms(events[2 * r], events[2 * r + 1]));
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2];
+    entry.median_ms.emplace_back(cands[i].choice, median);
+    if (i == 0 || median < best) best = median, entry.choice = cands[i].choice;
+    if (progress != nullptr)
+      *progress << "[step06 tune] " << entry.key.str() << " " << (i + 1) << "/" << cands.size() << " "
+                << cands[i].choice.name() << " " << median << " ms" << std::endl;
+  }
+  for (vendor::Event& e : events) vendor::event_destroy(e);
+  return entry;
+}
+// [end:tune]
 
 }  // namespace flashsteps::step06

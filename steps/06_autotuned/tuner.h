@@ -5,26 +5,30 @@
 /// A tile shape (TileChoice) is the five compile-time parameters of the kernel: BLOCK_M query
 /// rows per block, BLOCK_N keys per KV tile, WARPS warps (wavefronts) per block, STAGES K/V
 /// buffers in the cp.async pipeline, and OVERLAP (S of the next tile computed during the
-/// softmax of this one). The space is declared and pruned at compile time in
-/// step.cu; candidates() lists what survived for a head dim.
+/// softmax of this one). The space is declared, pruned and compiled in step.cu (space(),
+/// heuristic()); everything else here, the choice of a shape per call, the caches and the
+/// tuning, is in tuner.cpp.
 ///
 /// attention_forward() picks a shape per problem *key* (device, dtype, padded head dim, causal
-/// or not, seqlen bucket), in this order:
-///  1. the environment variable FLASHSTEPS_CONFIG (e.g. `m128_n64_w4_s2`) forces one shape
-///     (for tests and the search-space plot; Unsupported if the head dim's space lacks it);
-///  2. the user's tuning cache, a JSON file (FLASHSTEPS_TUNE_CACHE, default
-///     `$HOME/.cache/flashsteps/step06.json`), when it holds the key;
-///  3. with FLASHSTEPS_TUNE=1: tune() times every candidate on the call's own buffers, prints
-///     its progress and choice to stderr, and appends the choice to the cache file;
+/// or not, seqlen bucket) with select(), in this order:
+///  1. TunerOptions::forced (environment: FLASHSTEPS_CONFIG, e.g. `m128_n64_w4_s2`) forces one
+///     shape (for tests and the search-space plot; Unsupported if the head dim's space lacks it);
+///  2. the user's tuning cache, a JSON file (TunerOptions::cache_path; environment:
+///     FLASHSTEPS_TUNE_CACHE, default `$HOME/.cache/flashsteps/step06.json`), when it holds the key;
+///  3. with TunerOptions::tune (environment: FLASHSTEPS_TUNE=1): tune() times every candidate
+///     on the call's own buffers, prints its progress and choice to stderr, and appends the
+///     choice to the cache file;
 ///  4. the tuned table checked in for this GPU (steps/06_autotuned/tuned/), nearest bucket;
 ///  5. heuristic(): FlashAttention-2's shapes, the same as step 05's.
-/// Nothing ever edits source to tune.
+/// The options come from the environment unless a program sets them (set_tuner_options(),
+/// ScopedTunerOptions). Nothing ever edits source to tune.
 #pragma once
 
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flashsteps/attention.h"
@@ -51,38 +55,99 @@ struct TileChoice {
   }
 };
 
+/// A compiled point of the space: its shape and the launcher of its kernel.
+struct Candidate {
+  TileChoice choice;                                      ///< the shape
+  void (*launch)(const AttentionArgs&, vendor::Stream);  ///< launches it (args checked by the caller)
+};
+
+// ---- The space (defined in step.cu) ----
+
+/// The pruned configuration space of a compiled head dim (one of kTensorCoreHeadDims,
+/// dispatch.h), in the order it was declared; empty for any other value.
+const std::vector<Candidate>& space(int head_dim);
+/// The untuned default for a compiled head dim (always in its space): FlashAttention-2's
+/// shapes. They do not depend on the mask (FlashAttention-2 uses the same ones for full and
+/// causal attention), so the mask is not an argument.
+TileChoice heuristic(int head_dim);
+
+// ---- Choosing a shape (tuner.cpp) ----
+
+/// The shapes of space(@p head_dim).
+std::vector<TileChoice> candidates(int head_dim);
+/// The candidate of @p choice in the space of the compiled head dim @p head_dim.
+/// @throws Unsupported "<what> <name> is not in step 06's space for head_dim <d>: <the space>".
+const Candidate& find_candidate(int head_dim, const TileChoice& choice, const char* what = "configuration");
+
+/// Runs @p choice on @p args (validated first).
+/// @throws Unsupported when @p choice is not in the space of the problem's head dim.
+void attention_forward_with(const AttentionArgs& args, vendor::Stream stream, const TileChoice& choice);
+
+/// How select() chooses: what the environment says, unless a program sets it.
+struct TunerOptions {
+  /// Run this shape on every call (FLASHSTEPS_CONFIG).
+  std::optional<TileChoice> forced;
+  /// Time every candidate for a key that the cache lacks, and cache the choice (FLASHSTEPS_TUNE=1).
+  bool tune = false;
+  /// The user's tuning cache (FLASHSTEPS_TUNE_CACHE, else `$HOME/.cache/flashsteps/step06.json`,
+  /// else `flashsteps_step06_tuning.json`); empty: no cache, nothing is read or written.
+  std::string cache_path;
+
+  /// A variable's value, or nullptr when it is not set (std::getenv's contract).
+  using Lookup = const char* (*)(const char* name);
+  /// The options the variables above give; @p lookup reads them (nullptr: the process environment).
+  /// @throws Unsupported when FLASHSTEPS_CONFIG is set but is not a shape name.
+  static TunerOptions from_environment(Lookup lookup = nullptr);
+};
+
+/// The options select() uses now: those set by set_tuner_options(), else from_environment().
+TunerOptions tuner_options();
+/// Makes @p options the process's options (nullopt: the environment's again), for every thread;
+/// returns the previous setting.
+std::optional<TunerOptions> set_tuner_options(std::optional<TunerOptions> options);
+
+/// Sets the tuner's options for its lifetime, then restores the previous setting.
+class ScopedTunerOptions {
+ public:
+  /// Sets @p options (set_tuner_options()).
+  explicit ScopedTunerOptions(TunerOptions options) : previous_(set_tuner_options(std::move(options))) {}
+  ~ScopedTunerOptions() { set_tuner_options(std::move(previous_)); }
+  ScopedTunerOptions(const ScopedTunerOptions&) = delete;
+  ScopedTunerOptions& operator=(const ScopedTunerOptions&) = delete;
+
+ private:
+  std::optional<TunerOptions> previous_;
+};
+
+/// The candidate a call of @p args runs, in the order at the top of this file, under
+/// tuner_options(); step 3 (tuning on @p stream) only when @p may_tune. @p args must have
+/// passed validate() and check_tensor_core_args().
+/// @throws Unsupported for a forced shape outside the head dim's space
+/// @throws InvalidArgument when the cache file exists but does not parse
+const Candidate& select(const AttentionArgs& args, vendor::Stream stream, bool may_tune);
+
+/// The shape attention_forward() would use for @p args now (select() without tuning).
+/// @throws Unsupported for a forced shape outside the head dim's space, as attention_forward().
+TileChoice selected_choice(const AttentionArgs& args);
+
+// ---- Keys, tuning and tables (tuner.cpp) ----
+
 /// What a tuning decision is keyed by.
 struct TuneKey {
-  std::string device;       ///< GPU name, e.g. "NVIDIA H200"
+  std::string device;         ///< GPU name, e.g. "NVIDIA H200"
   DType dtype = DType::bf16;  ///< fp16 or bf16
-  int head_dim = 0;         ///< the compiled head dim the problem runs at (32, 64, 96, 128, 256)
-  bool causal = false;      ///< any causal mask
+  int head_dim = 0;           ///< the compiled head dim the problem runs at (padded_head_dim_tc())
+  bool causal = false;        ///< any causal mask
   std::int64_t seqlen_bucket = 0;  ///< seqlen_bucket(max(seqlen_q, seqlen_k))
 
   /// "NVIDIA H200/bf16/hd128/causal/n4096", for messages.
   std::string str() const;
 };
 
-/// The compiled head dim that holds @p head_dim: 32, 64, 96, 128 or 256 (0 above 256).
-int padded_head_dim(std::int64_t head_dim);
 /// Smallest power of two >= @p seqlen, clamped to [128, 65536].
 std::int64_t seqlen_bucket(std::int64_t seqlen);
 /// The key of @p args on the GPU named @p device.
 TuneKey make_key(const AttentionArgs& args, const std::string& device);
-
-/// The pruned configuration space for a compiled head dim (empty for other values), in the
-/// order it was declared.
-std::vector<TileChoice> candidates(int head_dim);
-/// The untuned default for a compiled head dim (always one of candidates()).
-TileChoice heuristic(int head_dim, bool causal);
-
-/// Runs @p choice on @p args (validated first).
-/// @throws Unsupported when @p choice is not in the space of the problem's head dim.
-void attention_forward_with(const AttentionArgs& args, vendor::Stream stream, const TileChoice& choice);
-
-/// The shape attention_forward() would use for @p args now (steps 1, 2, 4, 5 above; never tunes).
-/// @throws Unsupported for a FLASHSTEPS_CONFIG outside the head dim's space, as attention_forward().
-TileChoice selected_choice(const AttentionArgs& args);
 
 /// A tuning result: the choice and the median time of every candidate.
 struct TuneEntry {
@@ -92,8 +157,10 @@ struct TuneEntry {
 };
 
 /// Times every candidate of the problem's head dim on @p args (@p warmup launches, then the
-/// median of @p reps launches queued back to back, each between its own two events on @p stream), writing progress lines
-/// to @p progress when not null. The outputs of @p args are overwritten.
+/// median of @p reps launches queued back to back, each between its own two events on
+/// @p stream), writing progress lines to @p progress when not null. The outputs of @p args
+/// are overwritten.
+/// @throws InvalidArgument / Unsupported as attention_forward() for @p args
 TuneEntry tune(const AttentionArgs& args, vendor::Stream stream, std::ostream* progress, int warmup = 2,
                int reps = 7);
 
@@ -126,8 +193,5 @@ class TuningTable {
 
 /// The tables checked in under steps/06_autotuned/tuned/ (embedded at build time), merged.
 const TuningTable& checked_in_table();
-
-/// Path of the user's tuning cache (FLASHSTEPS_TUNE_CACHE or $HOME/.cache/flashsteps/step06.json).
-std::string cache_path();
 
 }  // namespace flashsteps::step06

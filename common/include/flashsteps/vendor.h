@@ -88,6 +88,10 @@ std::size_t max_dynamic_smem();
 /// Number of multiprocessors (NVIDIA SMs / AMD CUs) of the current device.
 int multiprocessor_count();
 
+/// Name of the current device as the runtime reports it, e.g. "NVIDIA H200".
+/// @throws DeviceError when there is no device.
+std::string device_name();
+
 // Allocation, copies and events: thin wrappers that throw DeviceError on failure. The first
 // comment of the group is shared by all its members (DISTRIBUTE_GROUP_DOC).
 ///@{
