@@ -23,9 +23,12 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
+#include <utility>
 
 #include "flashsteps/dispatch.h"
+#include "flashsteps/params.h"
 #include "flashsteps/step.h"
 #include "flashsteps/tile.h"
 #include "flashsteps/tile_sm90.h"
@@ -60,18 +63,6 @@ struct TileConfig {
 template <int HEAD_DIM> using DefaultTile = TileConfig<HEAD_DIM, (HEAD_DIM == 64 ? 3 : 2), 128, 2>;
 constexpr std::size_t kMaxSmem = 227 * 1024;
 // [end:tile_config]
-
-template <typename T>
-struct Params {
-  T* o;        // [B, Hq, Nq, D] strided
-  float* lse;  // [B, Hq, Nq] contiguous, or nullptr
-  std::int64_t o_stride[3];  // batch, head, seq
-  std::int64_t B, Hq, Hkv, Nq, Nk;
-  int D;
-  int m_tiles;       // query tiles per (batch, head)
-  float scale_log2;  // softmax scale * log2(e)
-  Mask mask;
-};
 
 // Two fp32 values as one register of two 16-bit values (the first in the low half).
 template <typename T>
@@ -301,34 +292,20 @@ StepInfo info() {
 void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
   validate(args);
   check_tensor_core_args(args, "step 07");
-  if (args.head_dim() > 128)
-    throw Unsupported("q.shape[3] (head_dim = " + std::to_string(args.head_dim()) +
-                      ") exceeds step 07's maximum of 128 (compiled for 64 and 128)");
-  for (const auto& [name, n] : {std::pair<const char*, std::int64_t>{"q.shape[2]", args.seqlen_q()},
-                                std::pair<const char*, std::int64_t>{"k.shape[2]", args.seqlen_k()}})
-    if (n > (std::int64_t{1} << 31) - 256)
-      throw Unsupported(std::string(name) + " = " + std::to_string(n) + ": TMA coordinates are 32-bit");
-  if (is_empty(args)) return;
-  sm90::require_sm90("step 07");
-  const auto run = [&](auto head_dim_tag) {
+  for (const auto& [name, n] : {std::pair<const char*, std::int64_t>{"q.shape[2] (seqlen_q)", args.seqlen_q()},
+                                std::pair<const char*, std::int64_t>{"k.shape[2] (seqlen_k)", args.seqlen_k()}})
+    if (n > std::numeric_limits<std::int32_t>::max())  // TMA coordinates are 32-bit
+      throw exceeds_limit("step 07", name, n, "TMA's 32-bit coordinates", std::numeric_limits<std::int32_t>::max());
+  dispatch_head_dim_sm90(args.head_dim(), "step 07", [&](auto head_dim_tag) {
     using Cfg = DefaultTile<decltype(head_dim_tag)::value>;
     static_assert(Cfg::smem_bytes <= kMaxSmem, "the tiles exceed the shared memory of a block");
+    if (is_empty(args)) return;
+    sm90::require_sm90("step 07");
     vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<T, float>) {
-        Params<T> p;
-        p.o = static_cast<T*>(args.o.data);
-        p.lse = args.lse;
-        for (int d = 0; d < 3; ++d) p.o_stride[d] = args.o.stride[d];
-        p.B = args.batch(), p.Hq = args.heads_q(), p.Hkv = args.heads_kv();
-        p.Nq = args.seqlen_q(), p.Nk = args.seqlen_k(), p.D = static_cast<int>(args.head_dim());
-        p.m_tiles = static_cast<int>((p.Nq + Cfg::BLOCK_M - 1) / Cfg::BLOCK_M);
-        p.scale_log2 = args.scale() * 1.4426950408889634f;
-        p.mask = args.mask;
-        const std::int64_t blocks = p.B * p.Hq * p.m_tiles;
-        if (blocks > vendor::max_grid_blocks(Cfg::kThreads))
-          throw Unsupported("step 07: batch * heads_q * query tiles = " + std::to_string(blocks) +
-                            " blocks exceeds the grid limit of " + std::to_string(vendor::max_grid_blocks(Cfg::kThreads)));
+        const Params<T> p = make_params<T>(args, Cfg::BLOCK_M);
+        const unsigned blocks = grid_blocks(p, Cfg::kThreads, "step 07");
         // The tensor maps: Q read in boxes of BLOCK_M rows, K and V of BLOCK_N (no keys: never read).
         const CUtensorMap q_map = sm90::make_tensor_map(args.q, "q", Cfg::BLOCK_M);
         CUtensorMap k_map{}, v_map{};
@@ -338,16 +315,11 @@ void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
         }
         const void* kernel = reinterpret_cast<const void*>(&attention_kernel<T, Cfg>);
         vendor::set_max_dynamic_smem(kernel, Cfg::smem_bytes);
-        attention_kernel<T, Cfg><<<static_cast<unsigned>(blocks), Cfg::kThreads, Cfg::smem_bytes, stream>>>(
-            q_map, k_map, v_map, p);
+        attention_kernel<T, Cfg><<<blocks, Cfg::kThreads, Cfg::smem_bytes, stream>>>(q_map, k_map, v_map, p);
         FLASHSTEPS_CHECK_LAUNCH("step07::attention_kernel");
       }
     });
-  };
-  if (args.head_dim() <= 64)
-    run(std::integral_constant<int, 64>{});
-  else
-    run(std::integral_constant<int, 128>{});
+  });
 }
 // [end:launcher]
 

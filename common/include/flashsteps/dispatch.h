@@ -25,6 +25,9 @@ namespace flashsteps {
 inline constexpr int kHeadDims[] = {32, 64, 128, 256};
 /// The head dims the tensor-core steps (04 on) compile kernels for, in increasing order.
 inline constexpr int kTensorCoreHeadDims[] = {32, 64, 96, 128, 256};
+/// The head dims the Hopper steps (07 on) compile kernels for: whole 64-column chunks of the
+/// 128-byte swizzle; TMA zero-fills the columns past a smaller head_dim.
+inline constexpr int kHopperHeadDims[] = {64, 128};
 
 /// The Unsupported error of a value past a step's limit, written once for every step:
 /// "<step_name>: <quantity> = <value> exceeds <limit> (<max>)", e.g.
@@ -79,6 +82,14 @@ void dispatch_head_dim(std::int64_t head_dim, const char* step_name, Fn&& fn) {
 template <typename Fn>
 void dispatch_head_dim_tc(std::int64_t head_dim, const char* step_name, Fn&& fn) {
   detail::dispatch_head_dim_in<kTensorCoreHeadDims>(head_dim, step_name, fn);
+}
+
+/// As dispatch_head_dim(), over the Hopper set kHopperHeadDims (D = 40 runs the 64 kernel,
+/// D = 96 the 128 one).
+/// @throws Unsupported naming q.shape[3] (exceeds_limit()) when head_dim > 128.
+template <typename Fn>
+void dispatch_head_dim_sm90(std::int64_t head_dim, const char* step_name, Fn&& fn) {
+  detail::dispatch_head_dim_in<kHopperHeadDims>(head_dim, step_name, fn);
 }
 
 /// The checks the 16-byte copies of the tensor-core steps need beyond the contract: a 16-bit
