@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,12 +32,10 @@ bool has_device() {
 #define REQUIRE_DEVICE() \
   if (!has_device()) GTEST_SKIP() << "no GPU visible to the " << vendor::kName << " runtime"
 
-// Runs the step on @p in and checks everything the contract promises.
-void check_step(const HostInputs& in) {
-  const Problem& p = in.problem;
-  const reference::Result ref = reference::run(in);
-  DeviceCase device_case(in);
-  DeviceCase::Output out;
+// One run of the step on @p device_case into @p out. An Unsupported the step declares
+// (StepInfo) makes the test skip, any other fails it; either way @p out stays empty, and the
+// caller returns. (Void: GoogleTest's skip and failure macros return from their function.)
+void run_step(DeviceCase& device_case, const Problem& p, std::optional<DeviceCase::Output>& out) {
   try {
     out = run_once(device_case, kStep);
   } catch (const Unsupported& e) {
@@ -44,6 +43,17 @@ void check_step(const HostInputs& in) {
     if (declares_support(step::info(), p.dtype, p.head_dim)) FAIL() << "rejected a supported case: " << e.what();
     GTEST_SKIP() << "step " << step::info().index << " does not support this case: " << e.what();
   }
+}
+
+// Runs the step on @p in and checks everything the contract promises.
+void check_step(const HostInputs& in) {
+  const Problem& p = in.problem;
+  const reference::Result ref = reference::run(in);
+  DeviceCase device_case(in);
+  std::optional<DeviceCase::Output> run;
+  run_step(device_case, p, run);
+  if (!run) return;
+  const DeviceCase::Output& out = *run;
   EXPECT_TRUE(out.guards_intact) << "a write landed outside a buffer";
   EXPECT_EQ(out.unwritten, 0) << "output elements left unwritten (still NaN from the poison)";
   const Verdict v = verify_output(p, ref.o, ref.lse, out.o, out.lse);
@@ -148,13 +158,10 @@ template <typename OFn, typename LseFn>
 void check_exact(const HostInputs& in, OFn expected_o, LseFn expected_lse) {
   const Problem& p = in.problem;
   DeviceCase device_case(in);
-  DeviceCase::Output out;
-  try {
-    out = run_once(device_case, kStep);
-  } catch (const Unsupported& e) {
-    if (declares_support(step::info(), p.dtype, p.head_dim)) FAIL() << "rejected a supported case: " << e.what();
-    GTEST_SKIP() << "step " << step::info().index << " does not support this case: " << e.what();
-  }
+  std::optional<DeviceCase::Output> run;
+  run_step(device_case, p, run);
+  if (!run) return;
+  const DeviceCase::Output& out = *run;
   const double tol = tolerance(p.dtype).max_abs;
   int reported = 0;
   for (std::size_t row = 0; row < out.lse.size(); ++row) {
@@ -241,13 +248,10 @@ TEST(HugeLogits, IntegerScoresHugeScale) {
       });
       const reference::Result ref = reference::run(in);
       DeviceCase device_case(in);
-      DeviceCase::Output out;
-      try {
-        out = run_once(device_case, kStep);
-      } catch (const Unsupported& e) {
-        if (declares_support(step::info(), p.dtype, p.head_dim)) FAIL() << "rejected a supported case: " << e.what();
-        GTEST_SKIP() << "step " << step::info().index << " does not support this case: " << e.what();
-      }
+      std::optional<DeviceCase::Output> run;
+      run_step(device_case, p, run);
+      if (!run) return;
+      const DeviceCase::Output& out = *run;
       Problem o_only = p;
       o_only.with_lse = false;
       EXPECT_EQ(verify_output(o_only, ref.o, ref.lse, out.o, out.lse).failure, "") << p.name();

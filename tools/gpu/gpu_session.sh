@@ -42,46 +42,28 @@ for t in "$build"/bin/test_step*; do
   echo "$name: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$outdir/$name.log" | tr '\n' ' ')"
   grep -A3 -E '^\[  FAILED  \]|Failure' "$outdir/$name.log" | head -40
 done
-if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_MEMCHECK:-1}" = 1 ]; then
+# compute-sanitizer on a subset of each step's tests: sanitize TOOL SWITCH FILTER FIRST_STEP.
+# memcheck (out-of-bounds and misaligned accesses) and initcheck (reads of uninitialised
+# device memory) from step 01 on, racecheck (shared-memory hazards) and synccheck (barriers and
+# warp-synchronous operations used wrongly) from step 02 on. FLASHSTEPS_<TOOL>=0 skips a tool.
+memcheck_filter="${FLASHSTEPS_MEMCHECK_FILTER:-*nq17_nk100*:*nq257_nk130*:*packed_qkv*:*hq32_hkv8*}"
+racecheck_filter="${FLASHSTEPS_RACECHECK_FILTER:-*nq130_nk257*bf16*:*nq17_nk100*}"
+sanitize() {
+  local tool=$1 enabled=$2 filter=$3 first=$4 t name
+  command -v compute-sanitizer > /dev/null && [ "$enabled" = 1 ] || return 0
   for t in "$build"/bin/test_step*; do
-    selected "$t" || continue
     name=$(basename "$t")
-    timeout "${FLASHSTEPS_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool memcheck --error-exitcode 3 "$t" --gtest_brief=1 \
-      --gtest_filter="${FLASHSTEPS_MEMCHECK_FILTER:-*nq17_nk100*:*nq257_nk130*:*packed_qkv*:*hq32_hkv8*}" > "$outdir/$name.memcheck.log" 2>&1 || status=1
-    echo "$name memcheck: $(grep -E 'ERROR SUMMARY' "$outdir/$name.memcheck.log" | tail -1)"
-  done
-fi
-if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_RACECHECK:-1}" = 1 ]; then
-  for t in "$build"/bin/test_step0[2-9]*; do
-    [ -x "$t" ] || continue
+    [ -x "$t" ] && [ "${name#test_step}" \> "$(printf '%02d' $((10#$first - 1)))" ] || continue
     selected "$t" || continue
-    name=$(basename "$t")
-    timeout "${FLASHSTEPS_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool racecheck --error-exitcode 3 "$t" --gtest_brief=1 \
-      --gtest_filter="${FLASHSTEPS_RACECHECK_FILTER:-*nq130_nk257*bf16*:*nq17_nk100*}" > "$outdir/$name.racecheck.log" 2>&1 || status=1
-    echo "$name racecheck: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$outdir/$name.racecheck.log" | tail -1)"
+    timeout "${FLASHSTEPS_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool "$tool" --error-exitcode 3 "$t" \
+      --gtest_brief=1 --gtest_filter="$filter" > "$outdir/$name.$tool.log" 2>&1 || status=1
+    echo "$name $tool: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$outdir/$name.$tool.log" | tail -1)"
   done
-fi
-# initcheck (reads of uninitialised device memory) on memcheck's subset, synccheck (barriers
-# and warp-synchronous operations used wrongly) on racecheck's.
-if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_INITCHECK:-1}" = 1 ]; then
-  for t in "$build"/bin/test_step*; do
-    selected "$t" || continue
-    name=$(basename "$t")
-    timeout "${FLASHSTEPS_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool initcheck --error-exitcode 3 "$t" --gtest_brief=1 \
-      --gtest_filter="${FLASHSTEPS_MEMCHECK_FILTER:-*nq17_nk100*:*nq257_nk130*:*packed_qkv*:*hq32_hkv8*}" > "$outdir/$name.initcheck.log" 2>&1 || status=1
-    echo "$name initcheck: $(grep -E 'ERROR SUMMARY' "$outdir/$name.initcheck.log" | tail -1)"
-  done
-fi
-if command -v compute-sanitizer > /dev/null && [ "${FLASHSTEPS_SYNCCHECK:-1}" = 1 ]; then
-  for t in "$build"/bin/test_step0[2-9]*; do
-    [ -x "$t" ] || continue
-    selected "$t" || continue
-    name=$(basename "$t")
-    timeout "${FLASHSTEPS_SANITIZER_TIMEOUT:-600}" compute-sanitizer --tool synccheck --error-exitcode 3 "$t" --gtest_brief=1 \
-      --gtest_filter="${FLASHSTEPS_RACECHECK_FILTER:-*nq130_nk257*bf16*:*nq17_nk100*}" > "$outdir/$name.synccheck.log" 2>&1 || status=1
-    echo "$name synccheck: $(grep -E 'ERROR SUMMARY' "$outdir/$name.synccheck.log" | tail -1)"
-  done
-fi
+}
+sanitize memcheck "${FLASHSTEPS_MEMCHECK:-1}" "$memcheck_filter" 01
+sanitize initcheck "${FLASHSTEPS_INITCHECK:-1}" "$memcheck_filter" 01
+sanitize racecheck "${FLASHSTEPS_RACECHECK:-1}" "$racecheck_filter" 02
+sanitize synccheck "${FLASHSTEPS_SYNCCHECK:-1}" "$racecheck_filter" 02
 # Roofline ceilings: fp32 FMA rate and copy bandwidth (ours), dense bf16 GEMM (PyTorch, optional).
 if [ "${FLASHSTEPS_CEILINGS:-1}" = 1 ]; then
   if [ -x "$build/bin/ceilings" ]; then
