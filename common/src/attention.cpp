@@ -153,6 +153,13 @@ void validate(const AttentionArgs& a) {
     s << "softmax_scale = " << *a.softmax_scale << " must be finite and positive";
     fail(s.str());
   }
+  // The kernels work in base 2 with scale * log2(e) in float32, which must stay finite.
+  if (a.softmax_scale && !std::isfinite(*a.softmax_scale * 1.4426950408889634f)) {
+    std::ostringstream s;
+    s << "softmax_scale = " << *a.softmax_scale << " is too large: softmax_scale * log2(e) must be finite in float32"
+      << " (softmax_scale <= " << std::numeric_limits<float>::max() / 1.4426950408889634f << ")";
+    fail(s.str());
+  }
 }
 
 bool is_empty(const AttentionArgs& a) {

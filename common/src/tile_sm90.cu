@@ -32,6 +32,10 @@ CUtensorMap make_tensor_map(const TensorView& t, const char* name, int box_rows)
   cuuint64_t dims[4], strides[3];
   for (int d = 0; d < 4; ++d) dims[d] = static_cast<cuuint64_t>(t.shape[3 - d] > 0 ? t.shape[3 - d] : 1);
   for (int d = 1; d < 4; ++d) {
+    if (t.shape[3 - d] > 1 && t.stride[3 - d] == 0)  // a broadcast view: TMA strides must be positive
+      throw Unsupported(std::string(name) + ".stride[" + std::to_string(3 - d) + "] = 0 over " + name + ".shape[" +
+                        std::to_string(3 - d) + "] = " + std::to_string(t.shape[3 - d]) +
+                        ": the Hopper steps read tensors through TMA, which takes no zero stride");
     // A dimension of size 1 is never stepped along: any legal stride will do (TMA wants
     // multiples of 16 bytes), so take the extent of the dimensions inside it.
     const std::uint64_t bytes = t.shape[3 - d] > 1 ? static_cast<std::uint64_t>(t.stride[3 - d]) * esize

@@ -15,8 +15,8 @@
 // Why it is faster: a tensor core does a 16x8x16 multiply-add per instruction, ~16x the fp32
 // FMA rate of the CUDA cores step 03 used; the block is now bound by the MMAs and the exp2s.
 // Measured on an NVIDIA H200 (bf16, D = 128, N = 4096, non-causal): 320 TFLOP/s, 16x step 03's
-// 19.7 (an earlier run); 0.89x PyTorch SDPA's FlashAttention-2 backend in the same run
-// (results/nvidia-h200/, commit 9108a20; more in the chapter).
+// 19.7 (an earlier run) (results/nvidia-h200/, commit 9108a20; the chapter compares it with
+// PyTorch SDPA).
 // Limits: fp16/bf16 only (fp32 is rejected); head_dim a multiple of 8 up to 256 (compiled for
 // 32, 64, 96, 128, 256; others padded); 16-byte aligned tensors and strides; every KV tile is
 // still loaded and multiplied when the causal mask hides it (step 05 skips those).

@@ -101,7 +101,8 @@ struct AttentionArgs {
 /// and Hq % Hkv == 0, one dtype for Q/K/V/O; head_dim stride 1 and other strides
 /// non-negative; sizes and largest offsets within 64-bit indexing; non-null data aligned to
 /// the element size for non-empty tensors; O without zero strides over dimensions longer
-/// than 1 and not overlapping Q, K or V; a finite positive explicit scale.
+/// than 1 and not overlapping Q, K or V; a finite positive explicit scale with
+/// scale * log2(e) finite in float32 (scale <= 2.35e38; the kernels work in base 2).
 /// @throws InvalidArgument naming the offending field.
 void validate(const AttentionArgs& args);
 
