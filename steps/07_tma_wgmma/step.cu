@@ -25,8 +25,6 @@
 // zero-padded by TMA); 16-byte aligned tensors and strides; sm_90 (H100/H200) only; every warp
 // both copies and computes (step 08 specialises them).
 // Chapter: book/steps/07_tma_wgmma.md
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include <cmath>
 #include <limits>
@@ -70,18 +68,6 @@ struct TileConfig {
 template <int HEAD_DIM> using DefaultTile = TileConfig<HEAD_DIM, (HEAD_DIM == 64 ? 3 : 2), 128, 2>;
 constexpr std::size_t kMaxSmem = 227 * 1024;
 // [end:tile_config]
-
-// Two fp32 values as one register of two 16-bit values (the first in the low half).
-template <typename T>
-__device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, vendor::bf16_t>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&v);
-  }
-}
 
 // [start:kernel]
 template <typename T, class Cfg>
@@ -231,7 +217,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < BLOCK_N / 16; ++kk)
 #pragma unroll
-      for (int r = 0; r < 4; ++r) p_frag[kk][r] = pack2<T>(s_acc[8 * kk + 2 * r], s_acc[8 * kk + 2 * r + 1]);
+      for (int r = 0; r < 4; ++r) p_frag[kk][r] = tile::pack2<T>(s_acc[8 * kk + 2 * r], s_acc[8 * kk + 2 * r + 1]);
 
     // O += P V: BLOCK_N / 16 wgmmas, A from registers, V MN-major (16 keys = 2048 bytes).
     const std::uint32_t v_addr = sm90::smem_u32(V_smem + stage * CHUNKS * BLOCK_N * 64);
@@ -270,7 +256,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   for (int i = 0; i < HEAD_DIM / 2; i += 2) {
     const int r = (i / 2) % 2, col = 8 * (i / 4) + 2 * (lane % 4);
     *reinterpret_cast<std::uint32_t*>(q_bytes + sm90::swizzle_128b(BLOCK_M, r0 + 8 * r, col)) =
-        pack2<T>(o_acc[i] * inv_l[r], o_acc[i + 1] * inv_l[r]);
+        tile::pack2<T>(o_acc[i] * inv_l[r], o_acc[i + 1] * inv_l[r]);
   }
   __syncwarp();
   const int warp_row0 = 64 * wg + 16 * warp;
