@@ -45,9 +45,10 @@ done
 # compute-sanitizer on a subset of each step's tests: sanitize TOOL SWITCH FILTER FIRST_STEP.
 # memcheck (out-of-bounds and misaligned accesses) and initcheck (reads of uninitialised
 # device memory) from step 01 on, racecheck (shared-memory hazards) and synccheck (barriers and
-# warp-synchronous operations used wrongly) from step 02 on. FLASHSTEPS_<TOOL>=0 skips a tool.
+# warp-synchronous operations used wrongly) from step 02 on; the race subset includes every
+# configuration of step 06 (EveryConfiguration). FLASHSTEPS_<TOOL>=0 skips a tool.
 memcheck_filter="${FLASHSTEPS_MEMCHECK_FILTER:-*nq17_nk100*:*nq257_nk130*:*packed_qkv*:*hq32_hkv8*}"
-racecheck_filter="${FLASHSTEPS_RACECHECK_FILTER:-*nq130_nk257*bf16*:*nq17_nk100*}"
+racecheck_filter="${FLASHSTEPS_RACECHECK_FILTER:-*nq130_nk257*bf16*:*nq17_nk100*:*EveryConfiguration*nq130_nk257*}"
 sanitize() {
   local tool=$1 enabled=$2 filter=$3 first=$4 t name
   command -v compute-sanitizer > /dev/null && [ "$enabled" = 1 ] || return 0
