@@ -13,7 +13,8 @@ jobs="$(nproc)"
 
 gpu=""
 if command -v nvidia-smi > /dev/null 2>&1 && nvidia-smi -L > /dev/null 2>&1; then gpu=cuda; fi
-# The hip preset builds gfx90a and gfx940 (Debian's clang-15); other AMD GPUs need a newer ROCm.
+# The hip preset compiles for gfx90a, gfx940 and gfx942 (Debian's clang-19), but Debian's ROCm 5.2
+# runtime runs only gfx90a and gfx940: an MI300X/MI300A (gfx942) needs ROCm 6 and a rebuild (README).
 if [ -z "$gpu" ] && command -v rocminfo > /dev/null 2>&1 && rocminfo 2>/dev/null | grep -qE 'gfx90a|gfx940'; then gpu=hip; fi
 
 # Published results (results/, README table) change only when asked: FLASHSTEPS_PUBLISH=1.

@@ -13,17 +13,17 @@
 //     completes on an mbarrier (kv_full[stage]); a second mbarrier per stage (kv_empty) says
 //     when every warp is done with it, so the ring refills without a block-wide barrier
 //   - the online softmax, masks, causal early exit and LPT order are step 05's
-// Why it is faster: one wgmma does the work of 64 mma.sync (64 x 128 x 16 vs 16 x 8 x 16)
-// and its operands need no register round trip, so far fewer instructions are issued per
-// FLOP; TMA moves a tile with one instruction instead of 16-byte copies from every thread.
+// Why it is faster: one wgmma.m64n128k16, issued by the warpgroup's four warps, does the work
+// of 64 mma.sync.m16n8k16 (16 per warp), and its operands need no register round trip, so
+// about a third fewer instructions are issued per FLOP (Nsight Compute, in the chapter); TMA moves a tile with one instruction instead of 16-byte copies from every thread.
 // Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 540 TFLOP/s, 1.59x step 06's
 // 339 in the same run (results/nvidia-h200/, commit 0eeeb68); over the 40 fp16 and bf16, D = 64
 // and 128, N = 1024-16384 problems, 1.42x step 06 (geometric mean; 1.065-1.59) and 0.91-1.61x
 // PyTorch SDPA's FlashAttention-2 backend (geometric mean 1.30). The chapter has every point,
 // the comparison with cuDNN, and why the shortest D = 64 causal problems gain the least.
 // Limits: fp16/bf16; head_dim a multiple of 8 up to 128 (compiled for 64 and 128, others
-// zero-padded by TMA); 16-byte aligned tensors and strides; sm_90 (H100/H200) only; every warp
-// both copies and computes (step 08 specialises them).
+// zero-padded by TMA); 16-byte aligned tensors and strides; sm_90 (H100/H200) only; the copies
+// are issued by a computing thread, thread 0 (step 08 gives them a producer warp).
 // Chapter: book/steps/07_tma_wgmma.md
 
 #include <cmath>
@@ -64,7 +64,8 @@ struct TileConfig {
 };
 // D = 64: three warpgroups (BLOCK_M = 192), since a 64-wide head has half the MMA work per
 // score of D = 128 and the softmax of one warpgroup needs two others' GEMMs to hide behind;
-// D = 128: two (160 registers a thread: three would not fit the register file).
+// D = 128: two (three would leave a thread at most 168 registers, 65536 / 384, against the 158
+// this shape uses: no room to spare; not tried).
 template <int HEAD_DIM> using DefaultTile = TileConfig<HEAD_DIM, (HEAD_DIM == 64 ? 3 : 2), 128, 2>;
 constexpr std::size_t kMaxSmem = 227 * 1024;
 // [end:tile_config]

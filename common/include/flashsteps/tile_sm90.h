@@ -33,9 +33,9 @@
 ///
 /// so the 8 rows an MMA reads at one column land in 8 different 16-byte bank groups.
 ///
-/// Sources: NVIDIA PTX ISA 8.x, 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
-/// Instructions" (descriptors, fragment layouts, wgmma), 9.7.9.25 "Data Movement and Conversion
-/// Instructions: cp.async.bulk.tensor", 9.7.13.15 "mbarrier"; CUDA Driver API
+/// Sources: NVIDIA PTX ISA 9.1 (section numbers of that release; they move between releases),
+/// 9.7.15 "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
+/// Instructions" (descriptors, fragment layouts, wgmma), 9.7.9.25.5.2 "cp.async.bulk.tensor", 9.7.13.15 "mbarrier"; CUDA Driver API
 /// `cuTensorMapEncodeTiled`; FlashAttention-3 (Shah et al. 2024), section 3.
 #pragma once
 
@@ -141,7 +141,7 @@ __device__ __forceinline__ void fence_registers(std::uint32_t (&r)[N]) {
   "%41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, " \
   "%61, %62, %63}"
 
-/// The PTX type of a 16-bit element: "bf16" or "f16".
+/// True when T is bf16 (wgmma type suffix .bf16), false for fp16 (.f16).
 template <typename T>
 inline constexpr bool kIsBf16 = std::is_same_v<T, vendor::bf16_t>;
 
