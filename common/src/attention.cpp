@@ -154,10 +154,10 @@ void validate(const AttentionArgs& a) {
     fail(s.str());
   }
   // The kernels work in base 2 with scale * log2(e) in float32, which must stay finite.
-  if (a.softmax_scale && !std::isfinite(*a.softmax_scale * 1.4426950408889634f)) {
+  if (a.softmax_scale && !std::isfinite(*a.softmax_scale * kLog2e)) {
     std::ostringstream s;
     s << "softmax_scale = " << *a.softmax_scale << " is too large: softmax_scale * log2(e) must be finite in float32"
-      << " (softmax_scale <= " << std::numeric_limits<float>::max() / 1.4426950408889634f << ")";
+      << " (softmax_scale <= " << std::numeric_limits<float>::max() / kLog2e << ")";
     fail(s.str());
   }
 }

@@ -94,6 +94,10 @@ struct AttentionArgs {
   float scale() const;
 };
 
+/// log2(e): e^x = 2^(x log2(e)). The kernels fold it into the softmax scale and use exp2, so
+/// validate() requires scale * kLog2e to be finite in float32.
+inline constexpr float kLog2e = 1.4426950408889634f;
+
 /// Checks @p args against the contract above, without touching the device.
 ///
 /// Checks: mask and dtypes are valid enumerators; shapes non-negative and consistent (K/V

@@ -16,9 +16,6 @@
 
 namespace flashsteps {
 
-/// log2(e): e^x = 2^(x log2(e)). The kernels fold it into the softmax scale and use exp2.
-inline constexpr float kLog2e = 1.4426950408889634f;
-
 /// The arguments of a fused attention kernel, for elements of type T (float, vendor::half_t
 /// or vendor::bf16_t). Strides are in elements; the head_dim stride is 1 (validate()).
 template <typename T>

@@ -43,7 +43,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <string>
 #include <type_traits>
 
 #include "flashsteps/attention.h"
