@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 
 #include "flashsteps/tile_sm90.h"
 
@@ -68,6 +69,22 @@ TEST(Sm90Layout, DescriptorFields) {
   EXPECT_EQ((v >> 16) & 0x3FFF, (128u * 128) >> 4);
   EXPECT_EQ((v >> 32) & 0x3FFF, 1024u >> 4);
   EXPECT_EQ(v >> 62, 1u);
+}
+
+TEST(Sm90TensorMap, ZeroStrideIsNamedBeforeTheDriverIsAsked) {
+  // A broadcast view (stride 0 over 2 heads): TMA takes no zero stride, so the map is refused
+  // with the field's name before any driver call (no GPU needed).
+  TensorView k;
+  k.data = reinterpret_cast<void*>(0x1000000);  // never dereferenced
+  k.dtype = DType::bf16;
+  k.shape[0] = 1, k.shape[1] = 2, k.shape[2] = 16, k.shape[3] = 64;
+  k.stride[0] = 2 * 16 * 64, k.stride[1] = 0, k.stride[2] = 64, k.stride[3] = 1;
+  try {
+    sm90::make_tensor_map(k, "k", 128);
+    ADD_FAILURE() << "accepted a zero stride";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("k.stride[1] = 0"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
