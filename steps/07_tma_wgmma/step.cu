@@ -104,8 +104,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const std::int64_t m0 = m_tile * BLOCK_M;
   const std::int64_t last_row = (m0 + BLOCK_M < p.Nq ? m0 + BLOCK_M : p.Nq) - 1;
   const std::int64_t n_tiles = (last_visible_key(p.mask, last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N;
-  const std::int64_t first_row_last_key = last_visible_key(p.mask, m0, p.Nq, p.Nk);
-  const std::int64_t n_full_tiles = (first_row_last_key + 1) / BLOCK_N;  // <= n_tiles
+  // Each warpgroup's own share: the tiles its 64 rows see (none for rows past Nq), of which
+  // the first wg_full_tiles need no mask. The block loads all n_tiles; a warpgroup releases
+  // the ones past its own unread (causal: the upper warpgroups of a diagonal block skip the
+  // last tile; the last block of a ragged Nq has warpgroups without rows).
+  const std::int64_t wg_row0 = m0 + 64 * wg, wg_last_row = (wg_row0 + 64 < p.Nq ? wg_row0 + 64 : p.Nq) - 1;
+  const std::int64_t wg_tiles =
+      wg_row0 >= p.Nq ? 0 : (last_visible_key(p.mask, wg_last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N;
+  const std::int64_t wg_full_tiles = wg_row0 >= p.Nq ? 0 : (last_visible_key(p.mask, wg_row0, p.Nq, p.Nk) + 1) / BLOCK_N;
   // [end:schedule]
 
   // [start:pipeline]
@@ -153,17 +159,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const std::uint32_t q_addr = sm90::smem_u32(Q_smem) + 64 * wg * 128;  // this warpgroup's rows
   sm90::mbarrier_wait(q_full, 0, "q_full");
 
-  auto kv_tile = [&](std::int64_t j, auto masked_tag) {
-    constexpr bool MASKED = decltype(masked_tag)::value;
-    const int stage = static_cast<int>(j % STAGES);
-    const std::int64_t n0 = j * BLOCK_N;
-    // Refill: tile j - 1 + STAGES goes where tile j - 1 was, once every warp has released it.
+  // Tile j is in its buffer: thread 0 first refills the buffer of tile j - 1 with tile
+  // j - 1 + STAGES, once every warp has released it; then everyone waits for tile j.
+  auto acquire = [&](std::int64_t j) {
     if (threadIdx.x == 0 && j >= 1 && j - 1 + STAGES < n_tiles) {
       sm90::mbarrier_wait(&kv_empty[(j - 1) % STAGES], static_cast<std::uint32_t>((j - 1) / STAGES) % 2, "kv_empty");
       load_kv(j - 1 + STAGES);
     }
     __syncwarp();  // warp 0 reconverges before the warpgroup-wide wgmma
-    sm90::mbarrier_wait(&kv_full[stage], static_cast<std::uint32_t>(j / STAGES) % 2, "kv_full");
+    sm90::mbarrier_wait(&kv_full[j % STAGES], static_cast<std::uint32_t>(j / STAGES) % 2, "kv_full");
+  };
+  auto release = [&](std::int64_t j) {
+    if (lane == 0) sm90::mbarrier_arrive(&kv_empty[j % STAGES]);  // this warp is done with the buffer
+  };
+
+  auto kv_tile = [&](std::int64_t j, auto masked_tag) {
+    constexpr bool MASKED = decltype(masked_tag)::value;
+    const int stage = static_cast<int>(j % STAGES);
+    const std::int64_t n0 = j * BLOCK_N;
+    acquire(j);
 
     // S = Q K^T: HEAD_DIM / 16 wgmmas chained on one accumulator, issued, then waited for.
     float s_acc[BLOCK_N / 2];
@@ -230,11 +244,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
     sm90::fence_registers(o_acc);
-    if (lane == 0) sm90::mbarrier_arrive(&kv_empty[stage]);  // this warp is done with the buffer
+    release(j);
   };
   std::int64_t j = 0;
-  for (; j < n_full_tiles; ++j) kv_tile(j, std::false_type{});  // no mask arithmetic at all
-  for (; j < n_tiles; ++j) kv_tile(j, std::true_type{});        // the diagonal / ragged end
+  for (; j < wg_full_tiles; ++j) kv_tile(j, std::false_type{});  // no mask arithmetic at all
+  for (; j < wg_tiles; ++j) kv_tile(j, std::true_type{});        // the diagonal / ragged end
+  for (; j < n_tiles; ++j) {  // tiles none of this warpgroup's rows sees: released unread
+    acquire(j);  // (waited for all the same: a release counts towards the phase of this tile)
+    release(j);
+  }
   // [end:online_softmax]
 
   // [start:epilogue]

@@ -3,7 +3,8 @@
 /// @brief The warpgroup vocabulary of the Hopper steps (07 on; NVIDIA sm_90a only): the
 /// 128-byte swizzle and the shared-memory matrix descriptors of `wgmma`, the `wgmma` wrappers
 /// (fence / commit_group / wait_group and the MMAs themselves), mbarrier waits, TMA tile loads,
-/// and the host-side encoding of TMA tensor maps.
+/// register reallocation and named barriers (warp specialisation, step 08), and the host-side
+/// encoding of TMA tensor maps.
 ///
 /// A warpgroup is 4 consecutive warps (128 threads, the first warp's index a multiple of 4).
 /// `wgmma.mma_async` is issued by all 128 threads together and computes D (64 x N, fp32, in
@@ -263,6 +264,40 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, i
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_shared, cuda::ptx::space_global, dst, map, coords, bar);
 }
 // [end:tma_load]
+
+// ---------------------------------------------------------------------------------------
+// Warp specialisation (step 08 on): register reallocation and named barriers.
+
+// [start:warp_specialisation]
+/// `setmaxnreg.dec.sync.aligned.u32 N` (PTX ISA, "setmaxnreg"): the executing warpgroup
+/// gives its registers above @p N per thread back to the block's pool. Executed by all 128
+/// threads of a warpgroup. A producer warpgroup, which only issues TMA copies, keeps a few.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes a multiple of 8 in [24, 256]");
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+/// `setmaxnreg.inc.sync.aligned.u32 N`: the executing warpgroup takes registers from the pool
+/// until it has @p N per thread; it blocks until the pool holds enough (the other warpgroups'
+/// setmaxnreg_dec()). The kernel's register count at entry must be known to ptxas
+/// (`__launch_bounds__` with a block size), or it ignores the instruction and says so.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes a multiple of 8 in [24, 256]");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+/// `bar.sync id, threads` (PTX ISA, "bar, barrier"): waits until @p threads threads (a
+/// multiple of 32, counting those that only arrive) have reached named barrier @p id (1-15;
+/// 0 is __syncthreads()'s). Executed by whole warps.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+/// `bar.arrive id, threads`: counts the calling warp towards named barrier @p id without
+/// waiting for it: how one warpgroup tells another "your turn".
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// [end:warp_specialisation]
 
 #endif  // __CUDACC__
 
