@@ -53,7 +53,10 @@ struct TileConfig {
   static constexpr std::uint32_t kKvBytes = BLOCK_N * HEAD_DIM * 2;  // one K (or V) tile
   // Registers per thread after setmaxnreg: the producer keeps 24 (the least it may), the
   // consumers share the rest of the 64 Ki of the SM, rounded down to a multiple of 8.
-  static constexpr int kProducerRegs = 24;
+#ifndef FS08_PREGS
+#define FS08_PREGS 24
+#endif
+  static constexpr int kProducerRegs = FS08_PREGS;
   static constexpr int kConsumerRegs =
       ((65536 - kProducerRegs * sm90::kWarpgroupThreads) / (CONSUMERS * sm90::kWarpgroupThreads)) / 8 * 8 > 240
           ? 240
@@ -69,7 +72,13 @@ struct TileConfig {
 // Two consumers (BLOCK_M = 128) at both head dims, plus the producer: 384 threads, 168
 // registers each at launch, 24 / 240 after setmaxnreg. (Step 07's three warpgroups at D = 64
 // would make 512 threads with 128 registers at launch, and ptxas spills the consumers there.)
-template <int HEAD_DIM> using DefaultTile = TileConfig<HEAD_DIM, 2, 128, 2>;
+#ifndef FS08_STAGES
+#define FS08_STAGES 2
+#endif
+#ifndef FS08_C64
+#define FS08_C64 2
+#endif
+template <int HEAD_DIM> using DefaultTile = TileConfig<HEAD_DIM, (HEAD_DIM == 64 ? FS08_C64 : 2), 128, FS08_STAGES>;
 constexpr std::size_t kMaxSmem = 227 * 1024;
 // [end:tile_config]
 
@@ -232,6 +241,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::wgmma_ss<BLOCK_N, T>(s_acc, sm90::desc_k_major(q_addr + chunk * BLOCK_M * 128 + col_bytes),
                                  sm90::desc_k_major(k_addr + chunk * BLOCK_N * 128 + col_bytes), kk > 0);
     }
+#ifdef FS08_SPLIT
+    sm90::wgmma_commit();
+    if constexpr (WITH_PV) issue_pv(j - 1);
+    sm90::wgmma_commit();
+    next_turn(false);
+    sm90::wgmma_wait<1>();
+    sm90::fence_registers(s_acc);
+    if (lane == 0) sm90::mbarrier_arrive(&k_empty[stage]);  // S is done with the K buffer
+#else
     if constexpr (WITH_PV) issue_pv(j - 1);
     sm90::wgmma_commit();
     next_turn(false);
@@ -240,6 +258,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90::fence_registers(o_acc);
     if (lane == 0) sm90::mbarrier_arrive(&k_empty[stage]);  // S is done with the K buffer
     if (WITH_PV) release_v(j - 1);
+#endif
 
     if constexpr (MASKED) {  // some key of the tile is hidden from some row
       int last_col[2];
@@ -265,11 +284,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       m_i[r] = m_new[r];
       l_i[r] *= alpha[r];
     }
+#ifdef FS08_FFMA
+    const float mb[2] = {m_use[0] * p.scale_log2, m_use[1] * p.scale_log2};
+#pragma unroll
+    for (int i = 0; i < BLOCK_N / 2; ++i) {
+      s_acc[i] = tile::exp2_approx(fmaf(s_acc[i], p.scale_log2, -mb[(i / 2) % 2]));
+      l_i[(i / 2) % 2] += s_acc[i];
+    }
+#else
 #pragma unroll
     for (int i = 0; i < BLOCK_N / 2; ++i) {
       s_acc[i] = tile::exp2_approx((s_acc[i] - m_use[(i / 2) % 2]) * p.scale_log2);  // P, unnormalised
       l_i[(i / 2) % 2] += s_acc[i];
     }
+#endif
+#ifdef FS08_SPLIT
+    sm90::wgmma_wait<0>();
+    sm90::fence_registers(o_acc);
+    if (WITH_PV) release_v(j - 1);
+#endif
     if (tile::warp_any(alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
       for (int i = 0; i < HEAD_DIM / 2; ++i) o_acc[i] *= alpha[(i / 2) % 2];
