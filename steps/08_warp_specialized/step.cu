@@ -26,6 +26,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "flashsteps/dispatch.h"
@@ -53,10 +54,7 @@ struct TileConfig {
   static constexpr std::uint32_t kKvBytes = BLOCK_N * HEAD_DIM * 2;  // one K (or V) tile
   // Registers per thread after setmaxnreg: the producer keeps 24 (the least it may), the
   // consumers share the rest of the 64 Ki of the SM, rounded down to a multiple of 8.
-#ifndef FS08_PREGS
-#define FS08_PREGS 24
-#endif
-  static constexpr int kProducerRegs = FS08_PREGS;
+  static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs =
       ((65536 - kProducerRegs * sm90::kWarpgroupThreads) / (CONSUMERS * sm90::kWarpgroupThreads)) / 8 * 8 > 240
           ? 240
@@ -69,16 +67,14 @@ struct TileConfig {
   /// 1024-byte period of the swizzle.
   static constexpr std::size_t smem_bytes = 1024 + kQBytes + 2 * STAGES * kKvBytes + 8 * (1 + 4 * STAGES);
 };
-// Two consumers (BLOCK_M = 128) at both head dims, plus the producer: 384 threads, 168
-// registers each at launch, 24 / 240 after setmaxnreg. (Step 07's three warpgroups at D = 64
-// would make 512 threads with 128 registers at launch, and ptxas spills the consumers there.)
-#ifndef FS08_STAGES
-#define FS08_STAGES 2
-#endif
-#ifndef FS08_C64
-#define FS08_C64 2
-#endif
-template <int HEAD_DIM> using DefaultTile = TileConfig<HEAD_DIM, (HEAD_DIM == 64 ? FS08_C64 : 2), 128, FS08_STAGES>;
+// D = 128: two consumers (BLOCK_M = 128) and the producer, 384 threads with 168 registers each
+// at launch, 24 / 240 after setmaxnreg; 64-key tiles measured no faster, three stages neither.
+// D = 64: three consumers (BLOCK_M = 192, as step 07), 512 threads, 128 registers at launch,
+// 24 / 160 after; with 128-key tiles a consumer's S, P and O do not fit 160 registers (ptxas
+// spills), so the key tiles are 64 wide, with four stages. Measured against two consumers with
+// 128-key tiles in one run (H200, bf16, N = 8192): 1.07x full, 1.07x causal (the chapter).
+template <int HEAD_DIM>
+using DefaultTile = std::conditional_t<HEAD_DIM == 64, TileConfig<64, 3, 64, 4>, TileConfig<HEAD_DIM, 2, 128, 2>>;
 constexpr std::size_t kMaxSmem = 227 * 1024;
 // [end:tile_config]
 
@@ -227,8 +223,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90::mbarrier_wait(&k_full[stage], static_cast<std::uint32_t>(j / STAGES) % 2, "k_full");
     if (WITH_PV) wait_v(j - 1);
 
-    // One batch: S = Q K^T of this tile (HEAD_DIM / 16 wgmmas chained on one accumulator) and
-    // O += P V of the previous one, issued in this consumer's turn, then waited for.
+    // One batch, issued in this consumer's turn: S = Q K^T of this tile (HEAD_DIM / 16 wgmmas
+    // chained on one accumulator; a commit group of its own) and O += P V of the previous one.
     float s_acc[BLOCK_N / 2];
     const std::uint32_t k_addr = sm90::smem_u32(K_smem + stage * CHUNKS * BLOCK_N * 64);
     my_turn();
@@ -241,24 +237,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::wgmma_ss<BLOCK_N, T>(s_acc, sm90::desc_k_major(q_addr + chunk * BLOCK_M * 128 + col_bytes),
                                  sm90::desc_k_major(k_addr + chunk * BLOCK_N * 128 + col_bytes), kk > 0);
     }
-#ifdef FS08_SPLIT
     sm90::wgmma_commit();
     if constexpr (WITH_PV) issue_pv(j - 1);
     sm90::wgmma_commit();
     next_turn(false);
+    // Groups complete in order: with at most one pending, S is done, and the softmax below
+    // runs while the tensor cores still work on P V (which reads p_frag, and writes o_acc:
+    // neither is touched before the second wait).
     sm90::wgmma_wait<1>();
     sm90::fence_registers(s_acc);
     if (lane == 0) sm90::mbarrier_arrive(&k_empty[stage]);  // S is done with the K buffer
-#else
-    if constexpr (WITH_PV) issue_pv(j - 1);
-    sm90::wgmma_commit();
-    next_turn(false);
-    sm90::wgmma_wait<0>();
-    sm90::fence_registers(s_acc);
-    sm90::fence_registers(o_acc);
-    if (lane == 0) sm90::mbarrier_arrive(&k_empty[stage]);  // S is done with the K buffer
-    if (WITH_PV) release_v(j - 1);
-#endif
 
     if constexpr (MASKED) {  // some key of the tile is hidden from some row
       int last_col[2];
@@ -271,38 +259,40 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int i = 0; i < BLOCK_N / 2; ++i)
         if (8 * (i / 4) + 2 * (lane % 4) + i % 2 > last_col[(i / 2) % 2]) s_acc[i] = -INFINITY;
     }
-    // The online softmax of step 06, on two rows per thread (a row's 4 threads: lanes 4g..4g+3).
-    float m_new[2] = {m_i[0], m_i[1]}, m_use[2], alpha[2];
-#pragma unroll
-    for (int i = 0; i < BLOCK_N / 2; ++i) m_new[(i / 2) % 2] = fmaxf(m_new[(i / 2) % 2], s_acc[i]);
+    // The online softmax of step 07, now the critical path that the other consumer's GEMMs
+    // must hide, so shortened: the row max and sum as trees (depth 5 instead of chains of 32),
+    // and the exponent as one FFMA, s * scale_log2 - m * scale_log2, wherever that is as exact
+    // as step 07's (s - m) * scale_log2 (chapter 03): while |m * scale_log2| < 2^10, the
+    // rounding of the bias costs at most 2^-14 in the exponent. A warp whose rows' maxima are
+    // larger takes the subtract-first path.
+    float m_new[2], m_use[2], alpha[2], bias[2];
+    sm90::reduce_rows<BLOCK_N>(s_acc, m_new, [](float a, float c) { return fmaxf(a, c); });
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
+      m_new[r] = fmaxf(m_i[r], m_new[r]);
       m_new[r] = fmaxf(m_new[r], vendor::shfl_xor(m_new[r], 1));
       m_new[r] = fmaxf(m_new[r], vendor::shfl_xor(m_new[r], 2));
       m_use[r] = m_new[r] == -INFINITY ? 0.0f : m_new[r];  // a row with no visible key yet
       alpha[r] = m_new[r] == -INFINITY ? 1.0f : tile::exp2_approx((m_i[r] - m_new[r]) * p.scale_log2);
       m_i[r] = m_new[r];
-      l_i[r] *= alpha[r];
+      bias[r] = m_use[r] * p.scale_log2;
     }
-#ifdef FS08_FFMA
-    const float mb[2] = {m_use[0] * p.scale_log2, m_use[1] * p.scale_log2};
+    if (!tile::warp_any(!(fabsf(bias[0]) < 1024.0f && fabsf(bias[1]) < 1024.0f))) {
 #pragma unroll
-    for (int i = 0; i < BLOCK_N / 2; ++i) {
-      s_acc[i] = tile::exp2_approx(fmaf(s_acc[i], p.scale_log2, -mb[(i / 2) % 2]));
-      l_i[(i / 2) % 2] += s_acc[i];
-    }
-#else
+      for (int i = 0; i < BLOCK_N / 2; ++i)  // P, unnormalised
+        s_acc[i] = tile::exp2_approx(fmaf(s_acc[i], p.scale_log2, -bias[(i / 2) % 2]));
+    } else {
 #pragma unroll
-    for (int i = 0; i < BLOCK_N / 2; ++i) {
-      s_acc[i] = tile::exp2_approx((s_acc[i] - m_use[(i / 2) % 2]) * p.scale_log2);  // P, unnormalised
-      l_i[(i / 2) % 2] += s_acc[i];
+      for (int i = 0; i < BLOCK_N / 2; ++i) s_acc[i] = tile::exp2_approx((s_acc[i] - m_use[(i / 2) % 2]) * p.scale_log2);
     }
-#endif
-#ifdef FS08_SPLIT
-    sm90::wgmma_wait<0>();
+    float row_sum[2];
+    sm90::reduce_rows<BLOCK_N>(s_acc, row_sum, [](float a, float c) { return a + c; });
+#pragma unroll
+    for (int r = 0; r < 2; ++r) l_i[r] = l_i[r] * alpha[r] + row_sum[r];
+
+    sm90::wgmma_wait<0>();  // P V of the previous tile is done: O and p_frag are free
     sm90::fence_registers(o_acc);
     if (WITH_PV) release_v(j - 1);
-#endif
     if (tile::warp_any(alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
       for (int i = 0; i < HEAD_DIM / 2; ++i) o_acc[i] *= alpha[(i / 2) % 2];

@@ -210,6 +210,32 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const std::uint32_t 
 // [end:wgmma_rs]
 #undef FLASHSTEPS_WGMMA
 
+// [start:reduce_rows]
+/// @cond FLASHSTEPS_INTERNAL
+// One level of reduce_rows' tree: element k of each row takes in element k + WIDTH.
+template <int WIDTH, int M, class Op>
+__device__ __forceinline__ void reduce_tree(float (&v)[2][M], Op op) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int k = 0; k < WIDTH; ++k) v[r][k] = op(v[r][k], v[r][k + WIDTH]);
+  if constexpr (WIDTH > 1) reduce_tree<WIDTH / 2>(v, op);
+}
+/// @endcond
+/// The two rows a thread holds of a 64 x N wgmma accumulator (rows r0 and r0 + 8, N / 4
+/// values each, see wgmma_ss()), each reduced by @p op to one value as a balanced tree:
+/// log2(N / 4) dependent steps instead of a chain of N / 4 - 1. @p out[0] is row r0's, @p
+/// out[1] row r0 + 8's; a row's other three threads (lanes 4g .. 4g + 3) hold the rest.
+template <int N, class Op>
+__device__ __forceinline__ void reduce_rows(const float (&d)[N / 2], float (&out)[2], Op op) {
+  float v[2][N / 4];
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) v[(i / 2) % 2][(i / 4) * 2 + i % 2] = d[i];
+  reduce_tree<N / 8>(v, op);
+  out[0] = v[0][0], out[1] = v[1][0];
+}
+// [end:reduce_rows]
+
 // ---------------------------------------------------------------------------------------
 // mbarriers and TMA (CCCL's cuda::ptx wrappers of PTX ISA 9.7.13.15 and 9.7.9.25).
 
