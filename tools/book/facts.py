@@ -33,7 +33,11 @@ Context, for every step NN the build registers (``stepNN``, a dict):
 - ``sdpa_target`` (steps of :data:`SDPA_TARGETS`) -- the target judged at every benchmark;
 - ``causal_target`` (the step of :data:`CAUSAL_TARGET`) -- causal speed-up over its
   reference step at one N;
-- ``tuning`` (steps with a ``tuned/`` folder) -- what each checked-in tuning table holds;
+- ``tuning`` (steps with a ``tuned/`` folder) -- what each checked-in tuning table holds,
+  with ``fa2``: per head dim, at how many keys the choice is FlashAttention-2's shape;
+- ``fa2_shapes`` (steps of :data:`HEURISTIC_NVIDIA`) -- step 05's fixed NVIDIA shapes
+  against FlashAttention-2's launch template (:data:`FA2_SHAPES`): ``dims``, ``same``,
+  ``differ`` (``d``, ``ours``, ``fa2``, ``a100``), ``source``;
 - ``profile`` (the step of :data:`PROFILE_PAIR`) -- the step against FlashAttention-2 in
   Nsight Compute's text reports;
 
@@ -73,11 +77,23 @@ CAUSAL_TARGET = {"step": "05", "versus": "04", "seqlen": 8192, "head_dims": (64,
 # its standing against PyTorch SDPA's cuDNN backend (no goal: steps 08-09 are to pass it).
 VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024},
                  "cudnn": {"versus": "sdpa-cudnn", "goal": None, "min_seqlen": 1024}}}
-# The heuristic() shapes of a tuned step on NVIDIA, per compiled head dim: FlashAttention-2's,
-# which are step 05's fixed ones (tools/book/tests/test_search_space.py checks them against
-# the step's source).
+# The heuristic() shapes of a tuned step on NVIDIA, per compiled head dim: step 05's fixed
+# ones (tools/book/tests/test_search_space.py checks them against the step's source). They
+# are FlashAttention-2's at D = 32, 96 and 128 only; see FA2_SHAPES.
 HEURISTIC_NVIDIA = {"06": {32: "m128_n128_w4_s2", 64: "m128_n64_w4_s2", 96: "m128_n64_w4_s2",
                            128: "m128_n64_w4_s2", 256: "m128_n32_w8_s2"}}
+# FlashAttention-2's forward tile shapes (BLOCK_M, BLOCK_N, warps) per head dim, fp16/bf16
+# without dropout, as its launch template picks them on an H100/H200 (sm_90, 228 KiB of
+# shared memory per SM): Dao-AILab/flash-attention, csrc/flash_attn/src/
+# flash_fwd_launch_template.h at commit 0251105a2fb1 (2026-08-15), run_mha_fwd_hdim32
+# (line 198), hdim64 (line 210), hdim96 (line 236), hdim128 (line 262) and hdim256
+# (line 318: 64 x 64 x 4 wherever an SM has at least 4 * D * (64 + 128) bytes = 192 KiB of
+# shared memory, so two blocks fit; on an A100, 164 KiB, line 316 picks 128 x 64 x 8).
+FA2_SOURCE = ("Dao-AILab/flash-attention, `csrc/flash_attn/src/flash_fwd_launch_template.h` "
+              "at commit `0251105a2fb1`")
+FA2_SHAPES = {32: "m128_n128_w4", 64: "m128_n128_w4", 96: "m128_n64_w4", 128: "m128_n64_w4",
+              256: "m64_n64_w4"}
+FA2_SHAPES_A100 = {256: "m128_n64_w8"}
 # The Nsight Compute reports (results/<gpu>/ncu/<stem>.ncu.txt) a chapter compares: the step,
 # then FlashAttention-2 (PyTorch SDPA's flash backend), on the same problem.
 PROFILE_STEP = "06"
@@ -384,6 +400,28 @@ def timing(records) -> list[dict]:
     return out
 
 
+def shape_words(name: str) -> str:
+    """'m128_n64_w4_s2' -> '128 × 64 × 4' (BLOCK_M × BLOCK_N × warps)."""
+    m = re.match(r"m(\d+)_n(\d+)_w(\d+)", name)
+    return f"{m[1]} × {m[2]} × {m[3]}" if m else name
+
+
+def fa2_shapes(heuristic: dict[int, str] | None) -> dict:
+    """Step 05's fixed NVIDIA shapes (the heuristic of the tuned step) against
+    FlashAttention-2's launch template (:data:`FA2_SHAPES`), per compiled head dim: which
+    agree and which do not (BLOCK_M × BLOCK_N × warps; stages are not compared)."""
+    rows = []
+    for d, ours in sorted((heuristic or {}).items()):
+        theirs = FA2_SHAPES.get(d)
+        if theirs is None:
+            continue
+        rows.append({"d": d, "ours": shape_words(ours), "fa2": shape_words(theirs),
+                     "a100": shape_words(FA2_SHAPES_A100[d]) if d in FA2_SHAPES_A100 else None,
+                     "same": ours.startswith(theirs + "_")})
+    return {"source": FA2_SOURCE, "dims": rows,
+            "same": [r for r in rows if r["same"]], "differ": [r for r in rows if not r["same"]]}
+
+
 def tuning(tables: list, heuristic: dict[int, str] | None) -> list[dict]:
     """What each checked-in tuning table (``plot_search_space.Table``) holds: keys, choices,
     the spread of one key, and on NVIDIA how often the choice is the heuristic shape."""
@@ -405,7 +443,7 @@ def tuning(tables: list, heuristic: dict[int, str] | None) -> list[dict]:
                 "chosen": len({e.choice for e in entries}),
                 "timed": len({c for e in entries for c in e.median_ms}),
                 "spread_low": r2(min(spreads)), "spread_high": r2(max(spreads)),
-                "heuristic": None}
+                "heuristic": None, "fa2": []}
         if heuristic and all(dev.startswith("NVIDIA") for dev in table.devices):
             kept, gains, per = 0, [], []
             for d in dims:
@@ -417,6 +455,17 @@ def tuning(tables: list, heuristic: dict[int, str] | None) -> list[dict]:
                 kept += k
                 per.append({"d": d, "kept": k, "n_keys": len(mine)})
                 gains += [e.median_ms[h] / e.median_ms[e.choice] for e in mine if e.choice != h]
+            fa2 = []
+            for d in dims:
+                theirs = FA2_SHAPES.get(d)
+                mine = [e for e in entries if e.shape.head_dim == d]
+                if theirs is None or not any(c.startswith(theirs + "_") for e in mine
+                                             for c in e.median_ms):
+                    continue
+                fa2.append({"d": d, "shape": shape_words(theirs), "n_keys": len(mine),
+                            "chosen": sum(1 for e in mine if e.choice.startswith(theirs + "_")),
+                            "heuristic": (heuristic or {}).get(d, "").startswith(theirs + "_")})
+            item["fa2"] = fa2
             if per:
                 item["heuristic"] = {
                     "kept": kept, "per_dim": per,
@@ -653,6 +702,8 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
         tables = (tuning_tables or {}).get(num)
         if tables is not None or getattr(s, "tuned", None) is not None:  # a tuned/ folder
             v["tuning"] = tuning(tables or [], HEURISTIC_NVIDIA.get(num))
+        if num in HEURISTIC_NVIDIA:
+            v["fa2_shapes"] = fa2_shapes(HEURISTIC_NVIDIA[num])
         if num == PROFILE_STEP:
             v["profile"] = profile(profiles or [], titles)
         out[f"step{num}"] = v
