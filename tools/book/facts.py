@@ -27,7 +27,8 @@ Context, for every step NN the build registers (``stepNN``, a dict):
 - ``gemm`` -- the same against the dense bf16 GEMM ceiling;
 - ``causal`` -- per GPU: causal against full TFLOPS at D = 128, bf16, the longest N both ran;
 - ``roofline`` -- per GPU: DRAM bytes, TFLOP, FLOP per byte, and the TFLOP/s the copy
-  bandwidth allows there (``bound``, None without the ceiling);
+  bandwidth allows there (``bound``, None without the ceiling), the fp32 FMA ridge point
+  (``fma_ridge``) and on which side of it the step lies (``fma_side``: 'right'/'left');
 - ``sdpa`` -- per GPU: against :data:`SDPA_BASELINE` on the headline problem and, per mask,
   range and geometric mean over the benchmarks both ran;
 - ``sdpa_target`` (steps of :data:`SDPA_TARGETS`) -- the target judged at every benchmark;
@@ -41,7 +42,9 @@ Context, for every step NN the build registers (``stepNN``, a dict):
 - ``profile`` (the step of :data:`PROFILE_PAIR`) -- the step against FlashAttention-2 in
   Nsight Compute's text reports;
 
-and for the whole book: ``headline_benchmark``, ``sdpa_name``, ``ridges`` and
+and for the whole book: ``headline_benchmark``, ``sdpa_name``, ``ridges``,
+``naive_model`` (step 01's D / 6 FLOP per byte at the headline's D against each fp32 FMA
+ridge: ``d``, ``intensity``, ``gpus`` with ``ridge`` and ``side``) and
 ``tc_vs_fma`` (from the ceilings), ``timing`` (which results were timed one call per event
 pair and which in batches).
 """
@@ -221,17 +224,51 @@ def causal(records, step: str, dtype: str = "bf16", head_dim: int = 128) -> list
     return out
 
 
+def _fma_ridge(ceilings, gpu: str) -> float | None:
+    """FLOP per byte where the copy bandwidth meets the fp32 FMA ceiling (None unmeasured)."""
+    bw, fma = _ceiling(ceilings, gpu, "bandwidth"), _ceiling(ceilings, gpu, "fp32_fma")
+    return fma.value * 1000 / bw.value if bw and fma else None
+
+
+def _side(intensity: float, ridge: float | None) -> str | None:
+    """Which side of a ridge point an intensity lies: 'right' (compute-bound by DRAM bytes)
+    or 'left' (memory-bound)."""
+    return None if ridge is None else ("right" if intensity >= ridge else "left")
+
+
 def roofline(points, ceilings, step: str) -> list[dict]:
+    """Per GPU with Nsight Compute's DRAM bytes for the step: the measured intensity, the
+    bound the copy bandwidth sets there, and on which side of the fp32 FMA ridge it lies
+    (``fma_side`` 'right' or 'left', None without both ceilings)."""
     out = []
     for p in (q for q in points if q.step == step):
         bw = _ceiling(ceilings, p.gpu, "bandwidth")
         title = "the " + fr.gpu_title(p.vendor, next(
             (c.gpu_name for c in ceilings if c.gpu == p.gpu), p.gpu))
+        ridge = _fma_ridge(ceilings, p.gpu)
         out.append({"title": title, "bytes": pr.fmt_bytes(p.dram_bytes),
                     "tflop": pr.fmt_sig(p.problem.flops / 1e12), "problem": p.problem.name,
                     "intensity": pr.fmt_sig(p.intensity),
-                    "bound": pr.fmt_sig(p.bandwidth_bound(bw)) if bw else None})
+                    "bound": pr.fmt_sig(p.bandwidth_bound(bw)) if bw else None,
+                    "fma_ridge": pr.fmt_sig(ridge) if ridge else None,
+                    "fma_side": _side(p.intensity, ridge)})
     return out
+
+
+def naive_model(ceilings) -> dict:
+    """Step 01's byte count: about 24 N^2 bytes per head for 4 N^2 D FLOPs, D / 6 FLOP per
+    byte, at the head dim of :data:`HEADLINE`; per GPU with both ceilings, the fp32 FMA ridge
+    and on which side of it that intensity lies."""
+    d = int(re.search(r"/hd(\d+)/", HEADLINE)[1])
+    intensity = d / 6
+    gpus = []
+    for gpu in sorted({c.gpu for c in ceilings}):
+        ridge = _fma_ridge(ceilings, gpu)
+        if ridge is not None:
+            name = next(c.gpu_name for c in ceilings if c.gpu == gpu)
+            gpus.append({"title": "the " + fr.gpu_title(_vendor(gpu), name),
+                         "ridge": pr.fmt_sig(ridge), "side": _side(intensity, ridge)})
+    return {"d": d, "intensity": pr.fmt_sig(intensity), "gpus": gpus}
 
 
 def ridges(ceilings) -> list[dict]:
@@ -677,6 +714,7 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
                  "sdpa_name": next((r.step_name for r in records if r.step == SDPA_BASELINE),
                                    "PyTorch SDPA flash"),
                  "ridges": ridges(ceilings), "tc_vs_fma": tc_vs_fma(ceilings),
+                 "naive_model": naive_model(ceilings),
                  "timing": timing(records)}
     if steps and isinstance(steps[0], str):  # bare numbers: each based on the one before
         steps = [_StepRef(n, steps[i - 1] if i else None) for i, n in enumerate(steps)]

@@ -309,3 +309,25 @@ def test_no_chapter_line_of_text_ends_with_a_tag():
             if line.rstrip().endswith("%}") and not re.fullmatch(r"\s*\{%.*?%\}\s*", line):
                 bad.append(f"{md.relative_to(REPO)}:{n}")
     assert not bad, bad
+
+
+def test_naive_intensity_side_of_the_ridge_follows_the_ceilings(tmp_path):
+    """Chapter 01 puts step 01's D/6 FLOP per byte on the side of the fp32 FMA ridge that the
+    measured ceilings give: left of the synthetic 50 FLOP/B, right of the H200's 13.5."""
+    records, ceilings, _, points = loaded(synth.make_tree(tmp_path / "r"))
+    text = rendered.prose(rendered.values(records, ceilings, points))
+    assert "about 21.3 at $D = 128$" in text
+    assert "so even by this count step 01 lies left of that ridge, on the memory-bound " \
+           "side" in text
+    records, ceilings, _, points = loaded(REPO / "results")
+    v = rendered.values(records, ceilings, points)
+    for g in v["naive_model"]["gpus"]:
+        ridge = float(g["ridge"])
+        assert g["side"] == ("right" if 128 / 6 >= ridge else "left")
+    for g in v["step01"]["roofline"]:
+        assert g["fma_side"] == ("right" if float(g["intensity"]) >= float(g["fma_ridge"])
+                                 else "left")
+    text = rendered.prose(v)
+    assert "memory-bound side of the roofline" not in text
+    if any(g["side"] == "right" for g in v["naive_model"]["gpus"]):
+        assert "step 01 lies right of that ridge: on the compute-bound side" in text
