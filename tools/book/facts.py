@@ -44,7 +44,9 @@ Context, for every step NN the build registers (``stepNN``, a dict):
 
 and for the whole book: ``headline_benchmark``, ``sdpa_name``, ``ridges``,
 ``naive_model`` (step 01's D / 6 FLOP per byte at the headline's D against each fp32 FMA
-ridge: ``d``, ``intensity``, ``gpus`` with ``ridge`` and ``side``) and
+ridge: ``d``, ``intensity``, ``gpus`` with ``ridge`` and ``side``), ``rescale`` (how often
+step 04's warps rescale O, counted on the CPU by ``rescale_count.py``: i.i.d. scores, the
+benchmark's random inputs and the MiniLM fixture) and
 ``tc_vs_fma`` (from the ceilings), ``timing`` (which results were timed one call per event
 pair and which in batches).
 """
@@ -61,6 +63,9 @@ TOOLS = Path(__file__).resolve().parents[1] / "results"
 sys.path.insert(0, str(TOOLS))
 import flashsteps_results as fr  # noqa: E402
 import plot_roofline as pr  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import rescale_count  # noqa: E402
 
 HEADLINE = pr.NCU_BENCHMARK
 # The course's goal for its last CUDA-core step: this fraction of the fp32 FMA ceiling.
@@ -715,6 +720,7 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
                                    "PyTorch SDPA flash"),
                  "ridges": ridges(ceilings), "tc_vs_fma": tc_vs_fma(ceilings),
                  "naive_model": naive_model(ceilings),
+                 "rescale": rescale_count.summary(),
                  "timing": timing(records)}
     if steps and isinstance(steps[0], str):  # bare numbers: each based on the one before
         steps = [_StepRef(n, steps[i - 1] if i else None) for i, n in enumerate(steps)]

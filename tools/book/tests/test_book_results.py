@@ -331,3 +331,28 @@ def test_naive_intensity_side_of_the_ridge_follows_the_ceilings(tmp_path):
     assert "memory-bound side of the roofline" not in text
     if any(g["side"] == "right" for g in v["naive_model"]["gpus"]):
         assert "step 01 lies right of that ridge: on the compute-bound side" in text
+
+
+def test_rescale_count():
+    """Chapter 04's rescale counts: the i.i.d. formula against a brute-force count, and the
+    chapter prints rescale_count.py's numbers instead of 'a new maximum is rare'."""
+    import numpy as np
+    import rescale_count as rc
+    rng = np.random.default_rng(1)
+    v = rc.votes(rng.standard_normal((32 * 2000, 16 * 8)), warp_m=32, block_n=8)
+    assert v.shape == (2000, 15)
+    assert abs(v.sum(axis=1).mean() - rc.expected_iid(16, 32)) < 0.15
+    assert rc.expected_iid(2, 1) == 0.5                  # tile 2 of 2: 1/2 for one row
+    s = rc.summary()
+    assert s["tiles"] == rc.SEQLEN // rc.BLOCK_N == 64
+    assert abs(float(s["iid"]["expected"]) - sum(1 - (1 - 1 / t) ** 32 for t in range(2, 65))) < 0.05
+    text = rendered.prose(rendered.values())
+    assert "a new maximum is rare" not in text
+    assert (f"{s['iid']['expected']} of the 63 tiles rescale on average ({s['iid']['pct']} %)"
+            in text)
+    assert f"{s['random']['rescaled']} of {s['random']['votes']} votes over" in text
+    assert f"{s['fixture']['rescaled']} of {s['fixture']['votes']} warps rescale" in text
+    assert "probability $1 - (1 - 1/t)^{32}$" in text
+    m, n, w = (int(x) for x in re.match(r"m(\d+)_n(\d+)_w(\d+)",
+                                        facts.HEURISTIC_NVIDIA["06"][rc.HEAD_DIM]).groups())
+    assert (rc.WARP_M, rc.BLOCK_N) == (m // w, n)        # step 04's tile at D = 128
