@@ -43,7 +43,8 @@ Context, for every step NN the build registers (``stepNN``, a dict):
   Nsight Compute's text reports;
 
 and for the whole book: ``headline_benchmark``, ``sdpa_name``, ``ridges``,
-``naive_model`` (step 01's D / 6 FLOP per byte at the headline's D against each fp32 FMA
+``clock_peak`` (per GPU: the "peak" of the ``pct_peak`` counter, SMs x maximum boost
+clock x FLOP per clock, against the datasheet's dense figure), ``naive_model`` (step 01's D / 6 FLOP per byte at the headline's D against each fp32 FMA
 ridge: ``d``, ``intensity``, ``gpus`` with ``ridge`` and ``side``), ``rescale`` (how often
 step 04's warps rescale O, counted on the CPU by ``rescale_count.py``: i.i.d. scores, the
 benchmark's random inputs and the MiniLM fixture) and
@@ -108,6 +109,12 @@ PROFILE_STEP = "06"
 PROFILE_PAIR = ("step06_bf16_hd128_n2048_full", "sdpa_flash_bf16_hd128_n2048_full")
 PROFILE_LABELS = ("step 06", "FlashAttention-2")
 DTYPE_ORDER = ("fp16", "bf16", "fp32")
+# Vendors' datasheet figures for dense fp16/bf16 tensor-core TFLOP/s (not measured: quoted,
+# to compare with the clock peak the benchmark computes). NVIDIA's H200 datasheet lists
+# 1,979 TFLOPS for BF16 with 2:4 sparsity; dense is half of it.
+DATASHEET_DENSE_TFLOPS = {"NVIDIA H200": {
+    "tflops": 989, "source": "NVIDIA H200 Tensor Core GPU datasheet: 1,979 TFLOPS BF16 with "
+                             "sparsity, half of it dense"}}
 
 
 def and_list(items: list[str]) -> str:
@@ -288,6 +295,31 @@ def ridges(ceilings) -> list[dict]:
         if meets:
             out.append({"title": "the " + fr.gpu_title(_vendor(gpu), bw.gpu_name),
                         "bandwidth": f"{bw.value:,.0f}", "meets": meets})
+    return out
+
+
+def clock_peak(records) -> list[dict]:
+    """Per GPU: the tensor-core 'peak' the benchmark's ``pct_peak`` counter is relative to
+    (context ``peak_tc_tflops``: SMs x maximum boost clock x dense FLOP per clock per SM),
+    its factors, and the vendor's datasheet figure where :data:`DATASHEET_DENSE_TFLOPS` has
+    it, with the clock at which the datasheet figure comes out at the same rate per clock."""
+    out = []
+    for gpu, title in _gpus(records):
+        ctx = next((r.context for r in records if r.gpu == gpu and not r.is_baseline
+                    and r.context.get("peak_tc_tflops")), None)
+        if ctx is None or float(ctx["peak_tc_tflops"]) <= 0:
+            continue
+        peak, sms = float(ctx["peak_tc_tflops"]), int(ctx["sm_count"])
+        clock = int(ctx.get("gpu_max_clock_mhz") or ctx.get("max_clock_mhz"))
+        per_clk = peak * 1e12 / (sms * clock * 1e6)
+        sheet = DATASHEET_DENSE_TFLOPS.get(ctx.get("gpu_name", ""))
+        out.append({"title": title, "tflops": f"{peak:,.1f}", "sm_count": sms, "clock": clock,
+                    "per_clk": f"{per_clk:,.0f}",
+                    "datasheet": f"{sheet['tflops']:g}" if sheet else None,
+                    "datasheet_source": sheet["source"] if sheet else None,
+                    "datasheet_clock": (f"{sheet['tflops'] * 1e12 / (sms * per_clk * 1e6):,.0f}"
+                                        if sheet else None),
+                    "over_datasheet": r2(peak / sheet["tflops"]) if sheet else None})
     return out
 
 
@@ -720,7 +752,7 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
                                    "PyTorch SDPA flash"),
                  "ridges": ridges(ceilings), "tc_vs_fma": tc_vs_fma(ceilings),
                  "naive_model": naive_model(ceilings),
-                 "rescale": rescale_count.summary(),
+                 "rescale": rescale_count.summary(), "clock_peak": clock_peak(records),
                  "timing": timing(records)}
     if steps and isinstance(steps[0], str):  # bare numbers: each based on the one before
         steps = [_StepRef(n, steps[i - 1] if i else None) for i, n in enumerate(steps)]

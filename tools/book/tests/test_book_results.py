@@ -356,3 +356,22 @@ def test_rescale_count():
     m, n, w = (int(x) for x in re.match(r"m(\d+)_n(\d+)_w(\d+)",
                                         facts.HEURISTIC_NVIDIA["06"][rc.HEAD_DIM]).groups())
     assert (rc.WARP_M, rc.BLOCK_N) == (m // w, n)        # step 04's tile at D = 128
+
+
+def test_clock_peak_is_named_for_what_it_is():
+    """pct_peak is relative to SMs x max boost clock x FLOP/clk (1070.5 on the H200), not to
+    the datasheet's 989: measuring.md says so with the numbers of results/."""
+    records, ceilings, _, points = loaded(REPO / "results")
+    v = rendered.values(records, ceilings, points)
+    text = rendered.prose(v)
+    assert "datasheet peak" not in text
+    for g in v["clock_peak"]:
+        tflops = float(g["tflops"].replace(",", ""))
+        per_clk = float(g["per_clk"].replace(",", ""))
+        assert abs(g["sm_count"] * g["clock"] * per_clk / 1e6 - tflops) < 0.1
+        assert (f"it is {g['sm_count']} SMs × {g['clock']} MHz × {g['per_clk']} FLOP per clock "
+                f"= {g['tflops']} TFLOP/s") in text
+    h200 = next((g for g in v["clock_peak"] if g["title"] == "the NVIDIA H200"), None)
+    if h200 is not None:
+        assert h200["tflops"] == "1,070.5" and h200["datasheet"] == "989"
+        assert h200["over_datasheet"] == "1.08"
