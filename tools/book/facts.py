@@ -43,7 +43,8 @@ Context, for every step NN the build registers (``stepNN``, a dict):
   Nsight Compute's text reports;
 
 and for the whole book: ``headline_benchmark``, ``sdpa_name``, ``ridges``,
-``clock_peak`` (per GPU: the "peak" of the ``pct_peak`` counter, SMs x maximum boost
+``causal_time`` (per GPU: every step's causal time over full time, and which steps save
+time under the mask, ``savers`` and ``others``), ``clock_peak`` (per GPU: the "peak" of the ``pct_peak`` counter, SMs x maximum boost
 clock x FLOP per clock, against the datasheet's dense figure), ``naive_model`` (step 01's D / 6 FLOP per byte at the headline's D against each fp32 FMA
 ridge: ``d``, ``intensity``, ``gpus`` with ``ridge`` and ``side``), ``rescale`` (how often
 step 04's warps rescale O, counted on the CPU by ``rescale_count.py``: i.i.d. scores, the
@@ -246,6 +247,27 @@ def _side(intensity: float, ridge: float | None) -> str | None:
     """Which side of a ridge point an intensity lies: 'right' (compute-bound by DRAM bytes)
     or 'left' (memory-bound)."""
     return None if ridge is None else ("right" if intensity >= ridge else "left")
+
+
+# A causal call "saves time" when it takes at most this fraction of the full call's time
+# (the FLOPs are (N + 1) / 2N of the full ones, so a kernel that skips what the mask hides
+# approaches 0.5; one that computes everything stays near 1).
+CAUSAL_SAVES = 0.9
+
+
+def causal_time(records, steps: list) -> list[dict]:
+    """Per GPU: for every step (not the baselines) measured with both masks at bf16,
+    D = 128, the causal call's time over the full call's (:func:`causal`), and which steps
+    save time under the mask (``savers``, time ratio at most :data:`CAUSAL_SAVES`) and
+    which do not (``others``)."""
+    per_gpu: dict[str, dict] = {}
+    for s in steps:
+        for g in causal(records, s.number):
+            e = per_gpu.setdefault(g["title"], {"title": g["title"], "steps": [],
+                                                "savers": [], "others": []})
+            e["steps"].append({"step": s.number, "time_ratio": g["time_ratio"], "n": g["n"]})
+            (e["savers"] if float(g["time_ratio"]) <= CAUSAL_SAVES else e["others"]).append(s.number)
+    return list(per_gpu.values())
 
 
 def roofline(points, ceilings, step: str) -> list[dict]:
@@ -753,10 +775,12 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
                  "ridges": ridges(ceilings), "tc_vs_fma": tc_vs_fma(ceilings),
                  "naive_model": naive_model(ceilings),
                  "rescale": rescale_count.summary(), "clock_peak": clock_peak(records),
+                 "causal_saves": f"{CAUSAL_SAVES:g}",
                  "timing": timing(records)}
     if steps and isinstance(steps[0], str):  # bare numbers: each based on the one before
         steps = [_StepRef(n, steps[i - 1] if i else None) for i, n in enumerate(steps)]
     numbers = {s.number for s in steps}
+    out["causal_time"] = causal_time(records, steps)
     for s in steps:
         num, base = s.number, s.base
         v: dict = {"number": num, "base": base,

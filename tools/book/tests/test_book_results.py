@@ -375,3 +375,21 @@ def test_clock_peak_is_named_for_what_it_is():
     if h200 is not None:
         assert h200["tflops"] == "1,070.5" and h200["datasheet"] == "989"
         assert h200["over_datasheet"] == "1.08"
+
+
+def test_chapter01_lists_every_step_that_saves_time_under_causal():
+    """Chapter 01 no longer says step 01 is the only step that saves time under the causal
+    mask; which steps do comes from the results (time ratio at most facts.CAUSAL_SAVES)."""
+    records, ceilings, _, points = loaded(REPO / "results")
+    v = rendered.values(records, ceilings, points)
+    text = rendered.prose(v)
+    assert "Unlike the later steps" not in text
+    for g in v["causal_time"]:
+        for x in g["steps"]:
+            assert (x["step"] in g["savers"]) == (float(x["time_ratio"]) <= facts.CAUSAL_SAVES)
+        if len(g["savers"]) > 1:
+            assert f"steps {facts.and_list(g['savers'])} take at most" in text
+    h200 = next((g for g in v["causal_time"] if g["title"] == "the NVIDIA H200"), None)
+    if h200 is not None:
+        assert {"01", "05", "06"} <= set(h200["savers"])
+        assert {"02", "03", "04"} <= set(h200["others"])
