@@ -171,3 +171,33 @@ def test_results_are_generated_even_when_nothing_is_measured(tmp_path):
     assert "not measured" in (gen / "results" / "table.md").read_text()
     assert (gen / "results" / "tflops.svg").read_bytes().lstrip().startswith((b"<?xml", b"<svg"))
     assert "Not measured yet" in (gen / "results" / "ceilings.md").read_text()
+
+
+def _ldmatrix_positions(d: int, swizzle) -> list[tuple[int, bool]]:
+    """For every chunk c and every group of 8 consecutive rows (one ldmatrix 8x8 matrix) of
+    a [64][d] 16-bit tile with the natural pitch: (distinct 16-byte bank positions, all
+    swizzled chunks inside the row)."""
+    chunks = d // 8
+    out = []
+    for c in range(chunks):
+        for r0 in range(0, 64, 8):
+            placed = [swizzle(c, i, chunks) for i in range(r0, r0 + 8)]
+            inside = all(0 <= p < chunks for p in placed)
+            out.append((len({(i * chunks + p) % 8 for i, p in zip(range(r0, r0 + 8), placed)}),
+                        inside))
+    return out
+
+
+def test_step04_exercise_swizzle_rules():
+    """Step 04's exercise 1: c xor (i mod 8) is conflict-free and stays in the row only when
+    a row has a multiple of 8 chunks; at D = 32 it runs off the row, and
+    c xor (floor(i / (8 / C)) mod C) works there."""
+    plain = lambda c, i, chunks: c ^ (i % 8)                                   # noqa: E731
+    small = lambda c, i, chunks: c ^ ((i // (8 // chunks)) % chunks)          # noqa: E731
+    for d in (64, 128, 256):
+        assert all(n == 8 and inside for n, inside in _ldmatrix_positions(d, plain)), d
+    for d in (32, 96):
+        assert not all(inside for _, inside in _ldmatrix_positions(d, plain)), d
+    assert all(n == 8 and inside for n, inside in _ldmatrix_positions(32, small))
+    text = (REPO / "book" / "steps" / "04_tensor_cores.md").read_text()
+    assert "reaches chunk 7, off the end of the row" in text
