@@ -43,7 +43,8 @@ Context, for every step NN the build registers (``stepNN``, a dict):
   Nsight Compute's text reports;
 
 and for the whole book: ``headline_benchmark``, ``sdpa_name``, ``ridges``,
-``causal_time`` (per GPU: every step's causal time over full time, and which steps save
+``library_build`` (per GPU: which results' Google Benchmark library was a debug
+build), ``causal_time`` (per GPU: every step's causal time over full time, and which steps save
 time under the mask, ``savers`` and ``others``), ``clock_peak`` (per GPU: the "peak" of the ``pct_peak`` counter, SMs x maximum boost
 clock x FLOP per clock, against the datasheet's dense figure), ``naive_model`` (step 01's D / 6 FLOP per byte at the headline's D against each fp32 FMA
 ridge: ``d``, ``intensity``, ``gpus`` with ``ridge`` and ``side``), ``rescale`` (how often
@@ -518,6 +519,18 @@ def fa2_shapes(heuristic: dict[int, str] | None) -> dict:
             "same": [r for r in rows if r["same"]], "differ": [r for r in rows if not r["same"]]}
 
 
+def library_build(records) -> list[dict]:
+    """Per GPU: the Google Benchmark build type its JSON files record
+    (context ``library_build_type``) and which steps' files say 'debug'."""
+    out = []
+    for gpu, title in _gpus(records):
+        debug = sorted({r.step for r in records if r.gpu == gpu
+                        and str(r.context.get("library_build_type", "")).lower() == "debug"},
+                       key=fr.step_sort_key)
+        out.append({"title": title, "debug": [s for s in debug if not fr.is_baseline(s)]})
+    return out
+
+
 def tuning(tables: list, heuristic: dict[int, str] | None) -> list[dict]:
     """What each checked-in tuning table (``plot_search_space.Table``) holds: keys, choices,
     the spread of one key, and on NVIDIA how often the choice is the heuristic shape."""
@@ -775,7 +788,7 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
                  "ridges": ridges(ceilings), "tc_vs_fma": tc_vs_fma(ceilings),
                  "naive_model": naive_model(ceilings),
                  "rescale": rescale_count.summary(), "clock_peak": clock_peak(records),
-                 "causal_saves": f"{CAUSAL_SAVES:g}",
+                 "causal_saves": f"{CAUSAL_SAVES:g}", "library_build": library_build(records),
                  "timing": timing(records)}
     if steps and isinstance(steps[0], str):  # bare numbers: each based on the one before
         steps = [_StepRef(n, steps[i - 1] if i else None) for i, n in enumerate(steps)]

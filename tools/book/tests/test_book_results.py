@@ -393,3 +393,14 @@ def test_chapter01_lists_every_step_that_saves_time_under_causal():
     if h200 is not None:
         assert {"01", "05", "06"} <= set(h200["savers"])
         assert {"02", "03", "04"} <= set(h200["others"])
+
+
+def test_measuring_explains_the_debug_library_warning():
+    records, ceilings, _, points = loaded(REPO / "results")
+    v = rendered.values(records, ceilings, points)
+    text = rendered.prose(v)
+    assert "Library was built as DEBUG" in text and "manual time (`UseManualTime`)" in text
+    for g in v["library_build"]:
+        for step in g["debug"]:
+            assert any(r.step == step and r.context.get("library_build_type") == "debug"
+                       for r in records)
