@@ -232,6 +232,138 @@ def step_diff(prev: Path, cur: Path, repo: Path) -> tuple[str, int, int]:
     return "".join(lines), added, removed
 
 
+HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\S")
+
+
+def split_hunks(diff: str) -> tuple[str, list[str]]:
+    """A unified diff as its file header (the ---/+++ lines) and its hunks, each a string
+    starting with its @@ line."""
+    lines = diff.splitlines(keepends=True)
+    header, hunks = [], []
+    for line in lines:
+        if HUNK_RE.match(line):
+            hunks.append([line])
+        elif hunks:
+            hunks[-1].append(line)
+        else:
+            header.append(line)
+    return "".join(header), ["".join(h) for h in hunks]
+
+
+def _changed(hunk: str) -> tuple[list[str], list[str]]:
+    body = hunk.splitlines()[1:]
+    minus = [x[1:] for x in body if x.startswith("-")]
+    plus = [x[1:] for x in body if x.startswith("+")]
+    return minus, plus
+
+
+def _is_comment(line: str) -> bool:
+    t = line.strip()
+    return not t or t.startswith(("//", "/*", "*", "*/", "///"))
+
+
+def hunk_kind(hunk: str) -> str:
+    """'comment' when every changed line is a comment or blank, 'rename' when the removed
+    and added lines pair up and differ only in identifiers, replaced consistently (a
+    namespace ``step03`` becoming ``step04``), else 'code'."""
+    minus, plus = _changed(hunk)
+    if all(_is_comment(x) for x in minus + plus):
+        return "comment"
+    if len(minus) != len(plus):
+        return "code"
+    mapping: dict[str, str] = {}
+    for a, b in zip(minus, plus):
+        ta, tb = WORD_RE.findall(a), WORD_RE.findall(b)
+        if len(ta) != len(tb):
+            return "code"
+        for x, y in zip(ta, tb):
+            if x == y:
+                continue
+            if not (x[0].isalpha() or x[0] == "_") or not (y[0].isalpha() or y[0] == "_"):
+                return "code"
+            if mapping.setdefault(x, y) != y:
+                return "code"
+    return "rename" if mapping else "comment"
+
+
+def _op_kind(a: list[str], b: list[str], op) -> str:
+    tag, i1, i2, j1, j2 = op
+    minus = [x.rstrip("\n") for x in a[i1:i2]]
+    plus = [x.rstrip("\n") for x in b[j1:j2]]
+    return hunk_kind("@@\n" + "".join(f"-{x}\n" for x in minus) + "".join(f"+{x}\n" for x in plus))
+
+
+def _hunks_of(a: list[str], b: list[str], ops: list, chosen: list[int], n: int = 3) -> list[str]:
+    """Unified-diff hunks around the change ops whose indices are ``chosen``, with up to
+    ``n`` lines of context that never reach into another change op (so the code hunks and
+    the folded hunks of one diff are disjoint, and each is a valid diff of its own)."""
+    others = [op for k, op in enumerate(ops) if op[0] != "equal" and k not in chosen]
+    hunks: list[dict] = []
+    for k in sorted(chosen):
+        i1, i2 = ops[k][1], ops[k][2]
+        lo = max([0, i1 - n] + [o[2] for o in others if o[2] <= i1])
+        hi = min([len(a), i2 + n] + [o[1] for o in others if o[1] >= i2])
+        between = any(h_end <= o[1] and o[2] <= i1 for o in others
+                      for h_end in ([hunks[-1]["last"]] if hunks else []))
+        if hunks and lo <= hunks[-1]["hi"] and not between:
+            hunks[-1]["hi"], hunks[-1]["last"] = hi, i2
+            hunks[-1]["ops"].append(k)
+        else:
+            hunks.append({"lo": lo, "hi": hi, "last": i2, "ops": [k]})
+    out = []
+    for h in hunks:
+        lo, hi = h["lo"], h["hi"]
+        body, na, nb, lo_b = [], 0, 0, None
+        for k, (tag, i1, i2, j1, j2) in enumerate(ops):
+            if tag == "equal":
+                s_, e_ = max(i1, lo), min(i2, hi)
+                if s_ >= e_:
+                    continue
+                if lo_b is None:
+                    lo_b = j1 + (s_ - i1)
+                body += [" " + x for x in a[s_:e_]]
+                na += e_ - s_
+                nb += e_ - s_
+            elif k in h["ops"]:
+                if lo_b is None:
+                    lo_b = j1
+                body += ["-" + x for x in a[i1:i2]] + ["+" + x for x in b[j1:j2]]
+                na += i2 - i1
+                nb += j2 - j1
+        body = [x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in body]
+        out.append(f"@@ -{lo + 1},{na} +{(lo_b or 0) + 1},{nb} @@\n" + "".join(body))
+    return out
+
+
+def folded_diff(prev: Path, cur: Path, repo: Path) -> tuple[str, str, int, int, int]:
+    """The diff of two step.cu files split in two: the hunks that change code, and the
+    hunks that only change comments or rename identifiers (folded in the chapter). Returns
+    (code diff, folded diff, code hunks, comment-only hunks, rename-only hunks)."""
+    a = prev.read_text(encoding="utf-8").splitlines(keepends=True)
+    b = cur.read_text(encoding="utf-8").splitlines(keepends=True)
+    ops = []
+    for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        tag, i1, i2, j1, j2 = op
+        # A change that starts with comment lines on both sides (the teaching header) and
+        # goes on into code is two changes: the comment part folds, the code part shows.
+        ka = next((k for k, x in enumerate(a[i1:i2]) if not _is_comment(x)), i2 - i1)
+        kb = next((k for k, x in enumerate(b[j1:j2]) if not _is_comment(x)), j2 - j1)
+        if tag != "equal" and (ka or kb) and (ka < i2 - i1 or kb < j2 - j1):
+            ops += [("replace", i1, i1 + ka, j1, j1 + kb), ("replace", i1 + ka, i2, j1 + kb, j2)]
+        else:
+            ops.append(op)
+    kinds = {k: _op_kind(a, b, op) for k, op in enumerate(ops) if op[0] != "equal"}
+    header = f"--- {prev.relative_to(repo)}\n+++ {cur.relative_to(repo)}\n"
+    code = _hunks_of(a, b, ops, [k for k, v in kinds.items() if v == "code"])
+    rest = [k for k, v in kinds.items() if v != "code"]
+    folded_hunks = _hunks_of(a, b, ops, rest)
+    n_comment = sum(1 for k in rest if kinds[k] == "comment")
+    n_rename = sum(1 for k in rest if kinds[k] == "rename")
+    return (header + "".join(code) if code else "", header + "".join(folded_hunks) if rest else "",
+            len(code), n_comment, n_rename)
+
+
 def capture_sections(text: str) -> dict[str, str]:
     """The parts of a captured output that holds several steps' benchmark runs, by step
     number: from a line ``== bench_stepNN`` up to its ``results: ...`` line, or to the line
@@ -277,19 +409,35 @@ def generate_steps(repo: Path, gen: Path, results: Path, keep: set[Path],
             diff, added, removed = step_diff(base.source, cur, repo)
             write_if_changed(out / "step.diff", diff)
             keep.add(out / "step.diff")
+            code_diff, folded, n_code, n_comment, n_rename = folded_diff(base.source, cur, repo)
+            write_if_changed(out / "code.diff", code_diff)
+            write_if_changed(out / "folded.diff", folded)
+            keep.update({out / "code.diff", out / "folded.diff"})
+            caption = f"steps/{pnum}_{pslug}/step.cu → steps/{name}/step.cu"
             if not diff:
                 body = (f"`steps/{name}/step.cu` is identical to "
                         f"`steps/{pnum}_{pslug}/step.cu`.\n")
             else:
+                def block(file: str, what: str, summary: str, opened: bool) -> str:
+                    return (f"````{{details}} {summary}\n" + (":open:\n" if opened else "")
+                            + f"```{{literalinclude}} /{GENERATED}/steps/{name}/{file}\n"
+                            ":language: diff\n:class: flashsteps-diff\n"
+                            f":caption: {caption} ({what})\n```\n````\n")
                 body = (f"Against step {pnum} (`steps/{pnum}_{pslug}/step.cu`), "
                         f"`steps/{name}/step.cu` adds {added} lines and removes {removed} "
-                        f"({lines_total} lines in all). The diff is generated when the book "
-                        "is built:\n\n"
-                        f"```{{literalinclude}} /{GENERATED}/steps/{name}/step.diff\n"
-                        ":language: diff\n"
-                        ":class: flashsteps-diff\n"
-                        f":caption: steps/{pnum}_{pslug}/step.cu → steps/{name}/step.cu\n"
-                        "```\n")
+                        f"({lines_total} lines in all). The diff is "
+                        "generated when the book is built. It starts at the first change to "
+                        "code; the changes to comments only "
+                        f"({n_comment}, the teaching header among them) and the renames only "
+                        f"({n_rename}) are folded below it (click to open). The whole diff: "
+                        f"{{download}}`step.diff </{GENERATED}/steps/{name}/step.diff>`.\n\n")
+                if code_diff:
+                    body += block("code.diff", f"{n_code} hunks that change code",
+                                  f"The code diff: {n_code} hunks", True)
+                if folded:
+                    body += "\n" + block("folded.diff", "comment-only and rename-only changes",
+                                          f"Folded: {n_comment} changes to comments only and "
+                                          f"{n_rename} renames only", False)
             changes = "<!-- generated by tools/book/stage_book.py; do not edit -->\n" + body
         write_if_changed(out / "changes.md", changes)
         keep.add(out / "changes.md")

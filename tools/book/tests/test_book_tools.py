@@ -10,6 +10,7 @@ tools is skipped when matplotlib is missing.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -201,3 +202,29 @@ def test_step04_exercise_swizzle_rules():
     assert all(n == 8 and inside for n, inside in _ldmatrix_positions(32, small))
     text = (REPO / "book" / "steps" / "04_tensor_cores.md").read_text()
     assert "reaches chunk 7, off the end of the row" in text
+
+
+def test_step_diff_folds_comment_and_rename_changes(tmp_path):
+    """The chapter's diff starts at code: the header's comment changes and a namespace
+    rename are folded, the code change is shown, and both parts are valid diffs."""
+    before = ("// SPDX\n// step 01 header\n// says one thing\n#include <x>\n\n"
+              "namespace flashsteps::step01 {\n\nint f() { return 1; }\n\nint g() {}\n\n"
+              "int h() {}\n\nint k() {}\n}\n")
+    after = ("// SPDX\n// step 02 header\n// says another thing\n// and more\n#include <x>\n\n"
+             "namespace flashsteps::step02 {\n\nint f() { return 2; }\n\nint g() {}\n\n"
+             "int h() {}\n\nint k() {}\n}\n")
+    (tmp_path / "steps" / "a").mkdir(parents=True)
+    (tmp_path / "steps" / "b").mkdir()
+    (tmp_path / "steps" / "a" / "step.cu").write_text(before)
+    (tmp_path / "steps" / "b" / "step.cu").write_text(after)
+    code, folded, n_code, n_comment, n_rename = stage_book.folded_diff(
+        tmp_path / "steps" / "a" / "step.cu", tmp_path / "steps" / "b" / "step.cu", tmp_path)
+    assert (n_code, n_comment, n_rename) == (1, 1, 1)
+    assert "+int f() { return 2; }" in code and "header" not in code and "step02" not in code
+    assert "+// step 02 header" in folded and "+namespace flashsteps::step02 {" in folded
+    for diff, lines in ((code, after), (folded, after)):
+        for hunk in stage_book.split_hunks(diff)[1]:
+            m = re.match(r"@@ -\d+,\d+ \+(\d+),(\d+) @@", hunk)
+            new = [x[1:] for x in hunk.splitlines()[1:] if x[:1] in " +"]
+            start = int(m[1]) - 1
+            assert new == lines.splitlines()[start:start + int(m[2])]
