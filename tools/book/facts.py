@@ -43,7 +43,8 @@ Context, for every step NN the build registers (``stepNN``, a dict):
   Nsight Compute's text reports;
 
 and for the whole book: ``headline_benchmark``, ``sdpa_name``, ``ridges``,
-``library_build`` (per GPU: which results' Google Benchmark library was a debug
+``overview`` (per GPU: the front page's table, a row per step and one for the SDPA flash
+baseline: ``tflops``, ``ratio``, ``sdpa``, ``gemm``, ``limit``), ``library_build`` (per GPU: which results' Google Benchmark library was a debug
 build), ``causal_time`` (per GPU: every step's causal time over full time, and which steps save
 time under the mask, ``savers`` and ``others``), ``clock_peak`` (per GPU: the "peak" of the ``pct_peak`` counter, SMs x maximum boost
 clock x FLOP per clock, against the datasheet's dense figure), ``naive_model`` (step 01's D / 6 FLOP per byte at the headline's D against each fp32 FMA
@@ -117,6 +118,20 @@ DTYPE_ORDER = ("fp16", "bf16", "fp32")
 DATASHEET_DENSE_TFLOPS = {"NVIDIA H200": {
     "tflops": 989, "source": "NVIDIA H200 Tensor Core GPU datasheet: 1,979 TFLOPS BF16 with "
                              "sparsity, half of it dense"}}
+
+
+# What limits each step, in a few words, for the front page's table (each chapter's "Why
+# it is faster" and "Key points" sections give the measurements behind the phrase). A step
+# without an entry shows "see its chapter".
+STEP_LIMITS = {
+    "01": "S and P make round trips through memory, in scattered 32-byte sectors",
+    "02": "scalar fp32 FMAs on the CUDA cores; K is read twice",
+    "03": "scalar fp32 FMAs on the CUDA cores",
+    "04": "exp2, shuffles and barriers beside the MMAs; every causal tile is computed",
+    "05": "one fixed tile shape per head dim; softmax and MMAs of a warp in sequence",
+    "06": "instruction issue: warps wait on the results of earlier arithmetic",
+    "07": "the GEMMs and the softmax of a warpgroup still run in sequence",
+}
 
 
 def and_list(items: list[str]) -> str:
@@ -519,6 +534,37 @@ def fa2_shapes(heuristic: dict[int, str] | None) -> dict:
             "same": [r for r in rows if r["same"]], "differ": [r for r in rows if not r["same"]]}
 
 
+def overview(records, ceilings, steps: list) -> list[dict]:
+    """The front page's table, per GPU: per step (and the SDPA flash baseline) TFLOPS on
+    :data:`HEADLINE`, speed-up over the base step, over PyTorch SDPA's flash backend, share
+    of the measured dense bf16 GEMM ceiling, and :data:`STEP_LIMITS`."""
+    out = []
+    for gpu, title in _gpus(records):
+        gemm = _ceiling(ceilings, gpu, "bf16_gemm")
+        flash = _rec(records, gpu, SDPA_BASELINE, HEADLINE)
+        rows = []
+        for s in steps:
+            rec = _rec(records, gpu, s.number, HEADLINE)
+            ref = _rec(records, gpu, s.base, HEADLINE) if s.base else None
+            name = getattr(s, "name", None) or s.number
+            rows.append({
+                "step": s.number, "page": f"steps/{name}.md", "label": name.replace("_", " "),
+                "tflops": fr.fmt_tflops(rec.tflops) if rec else "n/a",
+                "ratio": (pr.fmt_sig(rec.tflops / ref.tflops) + "×" if rec and ref else "–"),
+                "sdpa": (pr.fmt_sig(rec.tflops / flash.tflops, 2) + "×" if rec and flash
+                         else "–"),
+                "gemm": (pr.fmt_pct(rec.tflops / gemm.value) if rec and gemm else "–"),
+                "limit": STEP_LIMITS.get(s.number, "see its chapter")})
+        if flash is not None:
+            rows.append({"step": None, "page": None, "label": flash.step_name,
+                         "tflops": fr.fmt_tflops(flash.tflops), "ratio": "–", "sdpa": "1.00×",
+                         "gemm": pr.fmt_pct(flash.tflops / gemm.value) if gemm else "–",
+                         "limit": "the baseline (FlashAttention-2)"})
+        out.append({"title": title, "gpu": gpu, "rows": rows,
+                    "gemm": f"{gemm.value:g}" if gemm else None})
+    return out
+
+
 def library_build(records) -> list[dict]:
     """Per GPU: the Google Benchmark build type its JSON files record
     (context ``library_build_type``) and which steps' files say 'debug'."""
@@ -794,6 +840,7 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
         steps = [_StepRef(n, steps[i - 1] if i else None) for i, n in enumerate(steps)]
     numbers = {s.number for s in steps}
     out["causal_time"] = causal_time(records, steps)
+    out["overview"] = overview(records, ceilings, steps)
     for s in steps:
         num, base = s.number, s.base
         v: dict = {"number": num, "base": base,

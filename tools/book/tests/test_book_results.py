@@ -404,3 +404,23 @@ def test_measuring_explains_the_debug_library_warning():
         for step in g["debug"]:
             assert any(r.step == step and r.context.get("library_build_type") == "debug"
                        for r in records)
+
+
+def test_front_page_table_of_numbers():
+    """The front page's table comes from the results: a row per step with its TFLOPS, the
+    ratio to its base step and to SDPA flash, the share of the GEMM ceiling, the limit."""
+    records, ceilings, _, points = loaded(REPO / "results")
+    v = rendered.values(records, ceilings, points)
+    index = stage_book.render_chapter(REPO / "book" / "index.md", v, facts.FILTERS)
+    for g in v["overview"]:
+        assert f"| Step | TFLOP/s | × previous step | × PyTorch SDPA flash" in index
+        for r in g["rows"]:
+            if r["step"]:
+                assert f"| {r['tflops']} | {r['ratio']} | {r['sdpa']} | {r['gemm']} | {r['limit']} |" in index
+        six = next(r for r in g["rows"] if r["step"] == "06")
+        rec = next(x for x in records if x.gpu == g["gpu"] and x.step == "06"
+                   and x.name == facts.HEADLINE)
+        assert six["tflops"] == fr.fmt_tflops(rec.tflops)
+    assert "| 01 naive | three kernels" not in index          # no copy of the sidebar
+    empty = stage_book.render_chapter(REPO / "book" / "index.md", rendered.values(), facts.FILTERS)
+    assert "No step is measured yet" in empty
