@@ -23,7 +23,8 @@ Everything generated goes to OUT/_generated/ (never into the source tree):
 - ``results/status.md``, ``results/table.md``, ``results/table_n4096.md`` -- which GPUs
   were measured, and the TFLOPS tables printed by tools/results/results_table.py;
 - ``results/tflops.{png,svg}`` and ``results/plot.md`` -- the figure drawn by
-  tools/results/plot_results.py (it shows "not measured" for a vendor with no results);
+  tools/results/plot_results.py (log TFLOPS axis; a vendor with no results is a line under
+  the figure, not an empty row of panels);
 - ``results/ceilings.md`` -- the measured roofline ceilings with how each was measured
   (``results/<gpu>/ceilings.json``, ``gemm_ceiling.json``), or "not measured yet";
 - ``results/roofline.{png,svg}``, ``results/roofline.md`` (the figure) and
@@ -637,7 +638,7 @@ def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path],
                    + ("" if records else " (nothing measured yet: every panel says so)") + ".")
         plot = (f"{header}```{{figure}} /{GENERATED}/results/tflops.svg\n"
                 ":alt: TFLOPS of each FlashSteps step against sequence length, one row of "
-                "panels per GPU\n:width: 100%\n\n"
+                "panels per measured GPU, TFLOPS on a log axis\n:width: 100%\n\n"
                 f"{caption}\n```\n")
         write_if_changed(out / "plot.md", plot)
         keep.add(out / "plot.md")
