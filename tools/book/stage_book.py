@@ -754,14 +754,17 @@ def generate_search_space(repo: Path, gen: Path, keep: set[Path],
                      else "every sequence length of the table")
             parts.append(
                 f"```{{figure}} /{GENERATED}/steps/{step.name}/{stem}.svg\n"
-                f":alt: Bar chart: {dtype} TFLOPS of every configuration of step {step.number}'s "
-                "search space per head dim, mask and sequence length, the tuner's choice "
-                "outlined\n:width: 100%\n\n"
+                f":alt: Heatmaps: {dtype} TFLOPS of every configuration of step {step.number}'s "
+                "search space (rows) per sequence length (columns), one per head dim and "
+                "mask, coloured by the fraction of the fastest, the tuner's choice boxed\n"
+                ":width: 100%\n\n"
                 f"Step {step.number}'s search space on the "
                 f"{', '.join(table.devices) or 'unnamed device'}: every configuration timed by "
                 f"the tuner ({dtype}, {shown}), drawn by `tools/book/plot_search_space.py` from "
-                f"`{tuned}/{table.path.name}` when the book was built. The outlined bar with the "
-                "marker is the tuner's choice.\n```")
+                f"`{tuned}/{table.path.name}` when the book was built. A row per configuration, a "
+                "column per sequence length; the colour is the TFLOPS as a fraction of the "
+                "fastest configuration at that length, and the red box is the tuner's "
+                "choice.\n```")
             parts.append(pss.choices_markdown(table, dtype).rstrip("\n"))
         if not tables_of[step.number]:
             parts.append(f"*Not measured yet:* the figure of the search space is drawn here from "

@@ -123,7 +123,8 @@ def test_plot_is_written_and_deterministic(tmp_path):
     for ext in (".svg", ".png"):
         assert (tmp_path / f"a{ext}").read_bytes() == (tmp_path / f"b{ext}").read_bytes()
     svg = (tmp_path / "a.svg").read_text()
-    assert "m128_n64_w4_s3" in svg and "chosen (fastest)" in svg and "head_dim 128, causal" in svg
+    assert "m128_n64_w4_s3" in svg and "the tuner's choice" in svg and "head_dim 128, causal" in svg
+    assert "TFLOPS / fastest at this N" in svg             # a heatmap, not 21 coloured bars
     assert "`m128_n64_w4_s3` 300" in (tmp_path / "a.md").read_text()
     bad = write(tmp_path / "bad.json", {"format": "x"})
     assert pss.main([str(bad), "-o", str(tmp_path / "c")]) == 2
