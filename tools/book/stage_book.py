@@ -680,6 +680,46 @@ def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path],
     keep.add(gen / "facts.json")
 
 
+def split_wide_tables(markdown: str, group_re: str = r"^(.*?)\s*D=\d+ \w+$") -> str:
+    """Every Markdown table whose columns after the first carry a group name before
+    ``D=<d> <mask>`` (the step's own columns have none; a baseline's are "PyTorch SDPA flash
+    D=64 full") becomes one table per group, each with the first column again, so that no
+    table is wider than the page. The group's name goes in a line above its table; other
+    tables and text are kept as they are."""
+    lines = markdown.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if not (lines[i].startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("|--")):
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].startswith("|"):
+            j += 1
+        rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[i:j]]
+        head = rows[0]
+        groups: dict[str, list[int]] = {}
+        for k, name in enumerate(head[1:], start=1):
+            m = re.match(group_re, name)
+            groups.setdefault(m[1] if m else name, []).append(k)
+        if len(groups) < 2:
+            out += lines[i:j]
+            i = j
+            continue
+        for g, (name, cols) in enumerate(groups.items()):
+            if g:
+                out += ["", f"*{name}* (TFLOPS; in brackets the step's share of it):", ""]
+            keep = [0] + cols
+            for r, row in enumerate(rows):
+                cells = [row[k] if k < len(row) else "" for k in keep]
+                if r == 0 and g:
+                    cells = [cells[0]] + [c[len(name):].strip() for c in cells[1:]]
+                out.append("| " + " | ".join(cells) + " |")
+        i = j
+    return "\n".join(out)
+
+
 def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path],
                           steps: list[Step] | None = None) -> None:
     """Per step: its results table (TFLOPS per N, speed-up) and its traffic tables."""
@@ -697,7 +737,7 @@ def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path],
             table = run_tool([py, str(repo / "tools" / "results" / "results_table.py"), src, "--step", num,
                               *extra], "tools/results/results_table.py --step")
             pieces = {
-                "results.md": table,
+                "results.md": split_wide_tables(table),
                 "traffic.md": traffic.step_table(records, kernels, num),
                 "traffic_compare.md": traffic.compare_table(
                     records, kernels, [n for n in numbers if int(n) <= int(num)]),
