@@ -814,6 +814,21 @@ def generate_search_space(repo: Path, gen: Path, keep: set[Path],
         keep.add(out / "search_space.md")
 
 
+def generate_limits(repo: Path, gen: Path, keep: set[Path]) -> None:
+    """``limits.md``: each step's dtypes, head dims, alignment and GPUs, read from its
+    StepInfo, dispatch.h and CMakeLists.txt (tools/book/step_limits.py)."""
+    spec = importlib.util.spec_from_file_location("step_limits", repo / "tools" / "book" /
+                                                  "step_limits.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        text = module.markdown(module.limits(repo), module.architectures(repo))
+    except (ValueError, KeyError) as exc:
+        raise StageError(f"tools/book/step_limits.py: {exc}") from exc
+    write_if_changed(gen / "limits.md", text)
+    keep.add(gen / "limits.md")
+
+
 def ceilings_markdown(ceilings) -> str:
     """The measured roofline ceilings, with how each was measured."""
     if not ceilings:
@@ -925,6 +940,7 @@ def main(argv: list[str] | None = None) -> int:
         generate_step_results(repo, gen, results, keep, steps)
         generate_search_space(repo, gen, keep, steps)
         generate_step_figures(repo, gen, keep, steps)
+        generate_limits(repo, gen, keep)
         generate_api(repo, gen, args.doxygen_xml.resolve(),
                      args.doxygen_html.resolve() if args.doxygen_html else None, out, keep)
         prune(gen, keep)

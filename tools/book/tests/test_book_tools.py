@@ -228,3 +228,27 @@ def test_step_diff_folds_comment_and_rename_changes(tmp_path):
             new = [x[1:] for x in hunk.splitlines()[1:] if x[:1] in " +"]
             start = int(m[1]) - 1
             assert new == lines.splitlines()[start:start + int(m[2])]
+
+
+def test_step_limits_from_the_sources():
+    """The limits page's table comes from StepInfo, dispatch.h and CMakeLists.txt."""
+    import step_limits
+    rows = {r["number"]: r for r in step_limits.limits(REPO)}
+    assert rows["01"]["accepts_fp32"] and rows["01"]["bench_max_seqlen"] == 8192
+    assert rows["02"]["compiled"] == [32, 64, 128, 256]
+    assert not rows["04"]["accepts_fp32"] and rows["04"]["head_dim_multiple"] == 8
+    assert rows["04"]["compiled"] == [32, 64, 96, 128, 256]
+    assert rows["07"]["max_head_dim"] == 128 and rows["07"]["compiled"] == [64, 128]
+    assert rows["07"]["requires"] == ["CUDA_SM90A"]
+    text = step_limits.markdown(list(rows.values()), step_limits.architectures(REPO))
+    assert "| [07](steps/07_tma_wgmma.md) | fp16, bf16 | 1 to 128, a multiple of 8 | 64, 128 |" in text
+    assert "NVIDIA Hopper (sm_90a) only" in text and "gfx942" in text
+
+
+def test_orientation_pages_are_in_the_book():
+    index = (REPO / "book" / "index.md").read_text()
+    for page in ("glossary", "limits", "references"):
+        assert (REPO / "book" / f"{page}.md").is_file() and f"\n{page}\n" in index
+    glossary = (REPO / "book" / "glossary.md").read_text()
+    for term in ("TM\n", "TN\n", "DV\n", "WARP_M\n", "slot, `kSlots`", "STAGES\n", "warpgroup\n"):
+        assert term in glossary, term
