@@ -252,3 +252,15 @@ def test_orientation_pages_are_in_the_book():
     glossary = (REPO / "book" / "glossary.md").read_text()
     for term in ("TM\n", "TN\n", "DV\n", "WARP_M\n", "slot, `kSlots`", "STAGES\n", "warpgroup\n"):
         assert term in glossary, term
+
+
+def test_every_step_chapter_has_orientation_and_self_checks():
+    """Time, prerequisites and the measurement the chapter hinges on at the top; two or
+    three self-check questions with collapsible answers before the exercises."""
+    for md in sorted((REPO / "book" / "steps").glob("[0-9][0-9]_*.md")):
+        text = md.read_text()
+        head = text[text.index("## Objectives"):text.index("After this chapter you can")]
+        assert "Time:" in head and "Prerequisites:" in head, md.name
+        assert "The one measurement it hinges on" in " ".join(head.split()), md.name
+        check = text[text.index("## Check yourself"):text.index("## Exercises")]
+        assert 2 <= check.count("```{details} Answer") <= 3, md.name
