@@ -15,7 +15,7 @@ project = "FlashSteps"
 author = "FlashSteps contributors"
 copyright = "FlashSteps contributors, Apache-2.0"
 
-extensions = ["myst_parser", "breathe", "flashsteps_mathml"]
+extensions = ["myst_parser", "breathe", "flashsteps_mathml", "flashsteps_details"]
 
 # Chapters are Markdown (MyST); code only ever enters through literalinclude.
 source_suffix = {".md": "markdown"}

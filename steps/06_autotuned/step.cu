@@ -11,7 +11,7 @@
 //     (three K/V stages, two S accumulators); otherwise the kernel is step 05's
 //   - a runtime tuner times every surviving shape once per key (device, dtype, head dim,
 //     causal, seqlen bucket) and caches its choice in JSON; without tuning, a table measured
-//     on the H200 and checked in (steps/06_autotuned/tuned/) or, elsewhere, FlashAttention-2's
+//     on the H200 and checked in (steps/06_autotuned/tuned/) or, elsewhere, step 05's fixed
 //     shapes are used (tuner.h says in which order)
 // Why it is faster: the best shape depends on the head dim, the mask and the sequence length
 // (short sequences want more, smaller blocks to fill 132 SMs; long ones want the widest tiles
@@ -356,7 +356,9 @@ const std::vector<Candidate>& space(int head_dim) {
 // [end:launch]
 
 // [start:public]
-// FlashAttention-2's shapes (sm80 and sm90), which are the same for full and causal masks.
+// Step 05's fixed shapes, the same for full and causal masks. FlashAttention-2's launch
+// template agrees at D = 32, 96 and 128, not at D = 64 (128x128x4, which the H200 table
+// mostly picks) or D = 256 (64x64x4 on Hopper); book chapter 06 compares them.
 TileChoice heuristic(int head_dim) {
 #if FLASHSTEPS_VENDOR_HIP  // step 05's shapes
   const TileChoice preferred = head_dim <= 64    ? TileChoice{64, 64, 4, 2}

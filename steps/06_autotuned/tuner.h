@@ -19,7 +19,7 @@
 ///     on the call's own buffers, prints its progress and choice to stderr, and appends the
 ///     choice to the cache file;
 ///  4. the tuned table checked in for this GPU (steps/06_autotuned/tuned/), nearest bucket;
-///  5. heuristic(): FlashAttention-2's shapes, the same as step 05's.
+///  5. heuristic(): step 05's fixed shapes.
 /// The options come from the environment unless a program sets them (set_tuner_options(),
 /// ScopedTunerOptions). Nothing ever edits source to tune.
 #pragma once
@@ -66,9 +66,9 @@ struct Candidate {
 /// The pruned configuration space of a compiled head dim (one of kTensorCoreHeadDims,
 /// dispatch.h), in the order it was declared; empty for any other value.
 const std::vector<Candidate>& space(int head_dim);
-/// The untuned default for a compiled head dim (always in its space): FlashAttention-2's
-/// shapes. They do not depend on the mask (FlashAttention-2 uses the same ones for full and
-/// causal attention), so the mask is not an argument.
+/// The untuned default for a compiled head dim (always in its space): step 05's fixed shapes
+/// (FlashAttention-2's at D = 32, 96 and 128, not at 64 and 256). They do not depend on the
+/// mask, so the mask is not an argument.
 TileChoice heuristic(int head_dim);
 
 // ---- Choosing a shape (tuner.cpp) ----

@@ -15,7 +15,9 @@ event and writes what it finds into the DOM that Chromium dumps. The check fails
 - every ``<img>`` finished loading with ``naturalWidth > 0``, and its file is a valid PNG
   or SVG;
 - every MathML formula has a non-empty box (the browser rendered it), and no formula
-  fell back to an error.
+  fell back to an error;
+- no code block (``<pre>`` in the article, with every collapsible ``<details>`` block
+  opened) is wider than its box: no line is cut off or hidden behind a sideways scroll.
 
 It also saves screenshots of the front page, of every step chapter, of the roofline
 section of the measuring chapter and of the search-space section of every tuned step
@@ -58,6 +60,18 @@ window.addEventListener("load", () => {{
     return {{ width: r.width, height: r.height }};
   }});
   out.math_errors = document.querySelectorAll(".math-error").length;
+  // Code blocks: open every collapsible block, then any line wider than its box is cut off
+  // (the CSS wraps long lines; a block that still overflows sideways fails the check).
+  document.querySelectorAll("details").forEach(d => {{ d.open = true; }});
+  out.details = document.querySelectorAll("details").length;
+  out.cut = Array.from(document.querySelectorAll("article pre")).filter(
+    p => p.id !== "{PROBE_ID}" && p.scrollWidth > p.clientWidth + 1).map(p => {{
+      const fig = p.closest("div.literal-block-wrapper, div.highlight");
+      const cap = fig && fig.parentElement.querySelector(".caption-text");
+      return (cap ? cap.textContent : p.textContent.slice(0, 60)) +
+             ` (${{p.scrollWidth}} > ${{p.clientWidth}} px)`;
+    }});
+  out.pre = document.querySelectorAll("article pre").length;
   const pre = document.createElement("pre");
   pre.id = "{PROBE_ID}";
   pre.textContent = JSON.stringify(out);
@@ -214,15 +228,25 @@ def main(argv: list[str] | None = None) -> int:
                 problems.append(f"{len(empty)} of {len(found['math'])} formulas rendered empty")
             if found["math_errors"]:
                 problems.append(f"{found['math_errors']} formulas failed to convert")
+            for cut in found.get("cut", []):
+                problems.append(f"a code block's lines are cut off: {cut}")
             status = "ok" if not problems else "FAILED"
             print(f"  {page}: h1 {found.get('h1')!r}, {len(found['images'])} images, "
-                  f"{len(found['math'])} formulas: {status}")
+                  f"{len(found['math'])} formulas, {found.get('pre', 0)} code blocks "
+                  f"({found.get('details', 0)} collapsible blocks opened): {status}")
             errors += [f"{page}: {p}" for p in problems]
 
         args.screenshots.mkdir(parents=True, exist_ok=True)
         steps = sorted(p for p in titles if p.startswith("steps/"))
         shots = [("index.html", "front_page.png")]
         shots += [(page, f"{Path(page).stem}.png") for page in steps]
+        for page in steps:  # the generated diff, explained first and folded
+            anchor = section_including(args.src / f"{page[:-len('.html')]}.md", "changes.md")
+            if anchor and page != steps[0]:
+                shots.append((f"{page}?scroll={anchor}", f"{Path(page).stem}_diff.png"))
+        for page in ("glossary.html", "limits.html", "references.html"):
+            if page in titles:
+                shots.append((page, f"{Path(page).stem}.png"))
         if "measuring.html" in titles:  # the roofline figure, scrolled to
             shots.append(("measuring.html?scroll=the-roofline", "measuring_roofline.png"))
         for page in steps:  # a tuned step's search-space figure, scrolled to

@@ -27,17 +27,30 @@ Context, for every step NN the build registers (``stepNN``, a dict):
 - ``gemm`` -- the same against the dense bf16 GEMM ceiling;
 - ``causal`` -- per GPU: causal against full TFLOPS at D = 128, bf16, the longest N both ran;
 - ``roofline`` -- per GPU: DRAM bytes, TFLOP, FLOP per byte, and the TFLOP/s the copy
-  bandwidth allows there (``bound``, None without the ceiling);
+  bandwidth allows there (``bound``, None without the ceiling), the fp32 FMA ridge point
+  (``fma_ridge``) and on which side of it the step lies (``fma_side``: 'right'/'left');
 - ``sdpa`` -- per GPU: against :data:`SDPA_BASELINE` on the headline problem and, per mask,
   range and geometric mean over the benchmarks both ran;
 - ``sdpa_target`` (steps of :data:`SDPA_TARGETS`) -- the target judged at every benchmark;
 - ``causal_target`` (the step of :data:`CAUSAL_TARGET`) -- causal speed-up over its
   reference step at one N;
-- ``tuning`` (steps with a ``tuned/`` folder) -- what each checked-in tuning table holds;
+- ``tuning`` (steps with a ``tuned/`` folder) -- what each checked-in tuning table holds,
+  with ``fa2``: per head dim, at how many keys the choice is FlashAttention-2's shape;
+- ``fa2_shapes`` (steps of :data:`HEURISTIC_NVIDIA`) -- step 05's fixed NVIDIA shapes
+  against FlashAttention-2's launch template (:data:`FA2_SHAPES`): ``dims``, ``same``,
+  ``differ`` (``d``, ``ours``, ``fa2``, ``a100``), ``source``;
 - ``profile`` (the step of :data:`PROFILE_PAIR`) -- the step against FlashAttention-2 in
   Nsight Compute's text reports;
 
-and for the whole book: ``headline_benchmark``, ``sdpa_name``, ``ridges`` and
+and for the whole book: ``headline_benchmark``, ``sdpa_name``, ``ridges``,
+``overview`` (per GPU: the front page's table, a row per step and one for the SDPA flash
+baseline: ``tflops``, ``ratio``, ``sdpa``, ``gemm``, ``limit``), ``library_build`` (per GPU: which results' Google Benchmark library was a debug
+build), ``causal_time`` (per GPU: every step's causal time over full time, and which steps save
+time under the mask, ``savers`` and ``others``), ``clock_peak`` (per GPU: the "peak" of the ``pct_peak`` counter, SMs x maximum boost
+clock x FLOP per clock, against the datasheet's dense figure), ``naive_model`` (step 01's D / 6 FLOP per byte at the headline's D against each fp32 FMA
+ridge: ``d``, ``intensity``, ``gpus`` with ``ridge`` and ``side``), ``rescale`` (how often
+step 04's warps rescale O, counted on the CPU by ``rescale_count.py``: i.i.d. scores, the
+benchmark's random inputs and the MiniLM fixture) and
 ``tc_vs_fma`` (from the ceilings), ``timing`` (which results were timed one call per event
 pair and which in batches).
 """
@@ -54,6 +67,9 @@ TOOLS = Path(__file__).resolve().parents[1] / "results"
 sys.path.insert(0, str(TOOLS))
 import flashsteps_results as fr  # noqa: E402
 import plot_roofline as pr  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import rescale_count  # noqa: E402
 
 HEADLINE = pr.NCU_BENCHMARK
 # The course's goal for its last CUDA-core step: this fraction of the fp32 FMA ceiling.
@@ -73,17 +89,49 @@ CAUSAL_TARGET = {"step": "05", "versus": "04", "seqlen": 8192, "head_dims": (64,
 # its standing against PyTorch SDPA's cuDNN backend (no goal: steps 08-09 are to pass it).
 VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024},
                  "cudnn": {"versus": "sdpa-cudnn", "goal": None, "min_seqlen": 1024}}}
-# The heuristic() shapes of a tuned step on NVIDIA, per compiled head dim: FlashAttention-2's,
-# which are step 05's fixed ones (tools/book/tests/test_search_space.py checks them against
-# the step's source).
+# The heuristic() shapes of a tuned step on NVIDIA, per compiled head dim: step 05's fixed
+# ones (tools/book/tests/test_search_space.py checks them against the step's source). They
+# are FlashAttention-2's at D = 32, 96 and 128 only; see FA2_SHAPES.
 HEURISTIC_NVIDIA = {"06": {32: "m128_n128_w4_s2", 64: "m128_n64_w4_s2", 96: "m128_n64_w4_s2",
                            128: "m128_n64_w4_s2", 256: "m128_n32_w8_s2"}}
+# FlashAttention-2's forward tile shapes (BLOCK_M, BLOCK_N, warps) per head dim, fp16/bf16
+# without dropout, as its launch template picks them on an H100/H200 (sm_90, 228 KiB of
+# shared memory per SM): Dao-AILab/flash-attention, csrc/flash_attn/src/
+# flash_fwd_launch_template.h at commit 0251105a2fb1 (2026-08-15), run_mha_fwd_hdim32
+# (line 198), hdim64 (line 210), hdim96 (line 236), hdim128 (line 262) and hdim256
+# (line 318: 64 x 64 x 4 wherever an SM has at least 4 * D * (64 + 128) bytes = 192 KiB of
+# shared memory, so two blocks fit; on an A100, 164 KiB, line 316 picks 128 x 64 x 8).
+FA2_SOURCE = ("Dao-AILab/flash-attention, `csrc/flash_attn/src/flash_fwd_launch_template.h` "
+              "at commit `0251105a2fb1`")
+FA2_SHAPES = {32: "m128_n128_w4", 64: "m128_n128_w4", 96: "m128_n64_w4", 128: "m128_n64_w4",
+              256: "m64_n64_w4"}
+FA2_SHAPES_A100 = {256: "m128_n64_w8"}
 # The Nsight Compute reports (results/<gpu>/ncu/<stem>.ncu.txt) a chapter compares: the step,
 # then FlashAttention-2 (PyTorch SDPA's flash backend), on the same problem.
 PROFILE_STEP = "06"
 PROFILE_PAIR = ("step06_bf16_hd128_n2048_full", "sdpa_flash_bf16_hd128_n2048_full")
 PROFILE_LABELS = ("step 06", "FlashAttention-2")
 DTYPE_ORDER = ("fp16", "bf16", "fp32")
+# Vendors' datasheet figures for dense fp16/bf16 tensor-core TFLOP/s (not measured: quoted,
+# to compare with the clock peak the benchmark computes). NVIDIA's H200 datasheet lists
+# 1,979 TFLOPS for BF16 with 2:4 sparsity; dense is half of it.
+DATASHEET_DENSE_TFLOPS = {"NVIDIA H200": {
+    "tflops": 989, "source": "NVIDIA H200 Tensor Core GPU datasheet: 1,979 TFLOPS BF16 with "
+                             "sparsity, half of it dense"}}
+
+
+# What limits each step, in a few words, for the front page's table (each chapter's "Why
+# it is faster" and "Key points" sections give the measurements behind the phrase). A step
+# without an entry shows "see its chapter".
+STEP_LIMITS = {
+    "01": "S and P make round trips through memory, in scattered 32-byte sectors",
+    "02": "scalar fp32 FMAs on the CUDA cores; K is read twice",
+    "03": "scalar fp32 FMAs on the CUDA cores",
+    "04": "exp2, shuffles and barriers beside the MMAs; every causal tile is computed",
+    "05": "one fixed tile shape per head dim; softmax and MMAs of a warp in sequence",
+    "06": "instruction issue: warps wait on the results of earlier arithmetic",
+    "07": "the GEMMs and the softmax of a warpgroup still run in sequence",
+}
 
 
 def and_list(items: list[str]) -> str:
@@ -205,17 +253,72 @@ def causal(records, step: str, dtype: str = "bf16", head_dim: int = 128) -> list
     return out
 
 
+def _fma_ridge(ceilings, gpu: str) -> float | None:
+    """FLOP per byte where the copy bandwidth meets the fp32 FMA ceiling (None unmeasured)."""
+    bw, fma = _ceiling(ceilings, gpu, "bandwidth"), _ceiling(ceilings, gpu, "fp32_fma")
+    return fma.value * 1000 / bw.value if bw and fma else None
+
+
+def _side(intensity: float, ridge: float | None) -> str | None:
+    """Which side of a ridge point an intensity lies: 'right' (compute-bound by DRAM bytes)
+    or 'left' (memory-bound)."""
+    return None if ridge is None else ("right" if intensity >= ridge else "left")
+
+
+# A causal call "saves time" when it takes at most this fraction of the full call's time
+# (the FLOPs are (N + 1) / 2N of the full ones, so a kernel that skips what the mask hides
+# approaches 0.5; one that computes everything stays near 1).
+CAUSAL_SAVES = 0.9
+
+
+def causal_time(records, steps: list) -> list[dict]:
+    """Per GPU: for every step (not the baselines) measured with both masks at bf16,
+    D = 128, the causal call's time over the full call's (:func:`causal`), and which steps
+    save time under the mask (``savers``, time ratio at most :data:`CAUSAL_SAVES`) and
+    which do not (``others``)."""
+    per_gpu: dict[str, dict] = {}
+    for s in steps:
+        for g in causal(records, s.number):
+            e = per_gpu.setdefault(g["title"], {"title": g["title"], "steps": [],
+                                                "savers": [], "others": []})
+            e["steps"].append({"step": s.number, "time_ratio": g["time_ratio"], "n": g["n"]})
+            (e["savers"] if float(g["time_ratio"]) <= CAUSAL_SAVES else e["others"]).append(s.number)
+    return list(per_gpu.values())
+
+
 def roofline(points, ceilings, step: str) -> list[dict]:
+    """Per GPU with Nsight Compute's DRAM bytes for the step: the measured intensity, the
+    bound the copy bandwidth sets there, and on which side of the fp32 FMA ridge it lies
+    (``fma_side`` 'right' or 'left', None without both ceilings)."""
     out = []
     for p in (q for q in points if q.step == step):
         bw = _ceiling(ceilings, p.gpu, "bandwidth")
         title = "the " + fr.gpu_title(p.vendor, next(
             (c.gpu_name for c in ceilings if c.gpu == p.gpu), p.gpu))
+        ridge = _fma_ridge(ceilings, p.gpu)
         out.append({"title": title, "bytes": pr.fmt_bytes(p.dram_bytes),
                     "tflop": pr.fmt_sig(p.problem.flops / 1e12), "problem": p.problem.name,
                     "intensity": pr.fmt_sig(p.intensity),
-                    "bound": pr.fmt_sig(p.bandwidth_bound(bw)) if bw else None})
+                    "bound": pr.fmt_sig(p.bandwidth_bound(bw)) if bw else None,
+                    "fma_ridge": pr.fmt_sig(ridge) if ridge else None,
+                    "fma_side": _side(p.intensity, ridge)})
     return out
+
+
+def naive_model(ceilings) -> dict:
+    """Step 01's byte count: about 24 N^2 bytes per head for 4 N^2 D FLOPs, D / 6 FLOP per
+    byte, at the head dim of :data:`HEADLINE`; per GPU with both ceilings, the fp32 FMA ridge
+    and on which side of it that intensity lies."""
+    d = int(re.search(r"/hd(\d+)/", HEADLINE)[1])
+    intensity = d / 6
+    gpus = []
+    for gpu in sorted({c.gpu for c in ceilings}):
+        ridge = _fma_ridge(ceilings, gpu)
+        if ridge is not None:
+            name = next(c.gpu_name for c in ceilings if c.gpu == gpu)
+            gpus.append({"title": "the " + fr.gpu_title(_vendor(gpu), name),
+                         "ridge": pr.fmt_sig(ridge), "side": _side(intensity, ridge)})
+    return {"d": d, "intensity": pr.fmt_sig(intensity), "gpus": gpus}
 
 
 def ridges(ceilings) -> list[dict]:
@@ -230,6 +333,31 @@ def ridges(ceilings) -> list[dict]:
         if meets:
             out.append({"title": "the " + fr.gpu_title(_vendor(gpu), bw.gpu_name),
                         "bandwidth": f"{bw.value:,.0f}", "meets": meets})
+    return out
+
+
+def clock_peak(records) -> list[dict]:
+    """Per GPU: the tensor-core 'peak' the benchmark's ``pct_peak`` counter is relative to
+    (context ``peak_tc_tflops``: SMs x maximum boost clock x dense FLOP per clock per SM),
+    its factors, and the vendor's datasheet figure where :data:`DATASHEET_DENSE_TFLOPS` has
+    it, with the clock at which the datasheet figure comes out at the same rate per clock."""
+    out = []
+    for gpu, title in _gpus(records):
+        ctx = next((r.context for r in records if r.gpu == gpu and not r.is_baseline
+                    and r.context.get("peak_tc_tflops")), None)
+        if ctx is None or float(ctx["peak_tc_tflops"]) <= 0:
+            continue
+        peak, sms = float(ctx["peak_tc_tflops"]), int(ctx["sm_count"])
+        clock = int(ctx.get("gpu_max_clock_mhz") or ctx.get("max_clock_mhz"))
+        per_clk = peak * 1e12 / (sms * clock * 1e6)
+        sheet = DATASHEET_DENSE_TFLOPS.get(ctx.get("gpu_name", ""))
+        out.append({"title": title, "tflops": f"{peak:,.1f}", "sm_count": sms, "clock": clock,
+                    "per_clk": f"{per_clk:,.0f}",
+                    "datasheet": f"{sheet['tflops']:g}" if sheet else None,
+                    "datasheet_source": sheet["source"] if sheet else None,
+                    "datasheet_clock": (f"{sheet['tflops'] * 1e12 / (sms * per_clk * 1e6):,.0f}"
+                                        if sheet else None),
+                    "over_datasheet": r2(peak / sheet["tflops"]) if sheet else None})
     return out
 
 
@@ -384,6 +512,71 @@ def timing(records) -> list[dict]:
     return out
 
 
+def shape_words(name: str) -> str:
+    """'m128_n64_w4_s2' -> '128 × 64 × 4' (BLOCK_M × BLOCK_N × warps)."""
+    m = re.match(r"m(\d+)_n(\d+)_w(\d+)", name)
+    return f"{m[1]} × {m[2]} × {m[3]}" if m else name
+
+
+def fa2_shapes(heuristic: dict[int, str] | None) -> dict:
+    """Step 05's fixed NVIDIA shapes (the heuristic of the tuned step) against
+    FlashAttention-2's launch template (:data:`FA2_SHAPES`), per compiled head dim: which
+    agree and which do not (BLOCK_M × BLOCK_N × warps; stages are not compared)."""
+    rows = []
+    for d, ours in sorted((heuristic or {}).items()):
+        theirs = FA2_SHAPES.get(d)
+        if theirs is None:
+            continue
+        rows.append({"d": d, "ours": shape_words(ours), "fa2": shape_words(theirs),
+                     "a100": shape_words(FA2_SHAPES_A100[d]) if d in FA2_SHAPES_A100 else None,
+                     "same": ours.startswith(theirs + "_")})
+    return {"source": FA2_SOURCE, "dims": rows,
+            "same": [r for r in rows if r["same"]], "differ": [r for r in rows if not r["same"]]}
+
+
+def overview(records, ceilings, steps: list) -> list[dict]:
+    """The front page's table, per GPU: per step (and the SDPA flash baseline) TFLOPS on
+    :data:`HEADLINE`, speed-up over the base step, over PyTorch SDPA's flash backend, share
+    of the measured dense bf16 GEMM ceiling, and :data:`STEP_LIMITS`."""
+    out = []
+    for gpu, title in _gpus(records):
+        gemm = _ceiling(ceilings, gpu, "bf16_gemm")
+        flash = _rec(records, gpu, SDPA_BASELINE, HEADLINE)
+        rows = []
+        for s in steps:
+            rec = _rec(records, gpu, s.number, HEADLINE)
+            ref = _rec(records, gpu, s.base, HEADLINE) if s.base else None
+            name = getattr(s, "name", None) or s.number
+            rows.append({
+                "step": s.number, "page": f"steps/{name}.md", "label": name.replace("_", " "),
+                "tflops": fr.fmt_tflops(rec.tflops) if rec else "n/a",
+                "ratio": (pr.fmt_sig(rec.tflops / ref.tflops) + "×" if rec and ref else "–"),
+                "sdpa": (pr.fmt_sig(rec.tflops / flash.tflops, 2) + "×" if rec and flash
+                         else "–"),
+                "gemm": (pr.fmt_pct(rec.tflops / gemm.value) if rec and gemm else "–"),
+                "limit": STEP_LIMITS.get(s.number, "see its chapter")})
+        if flash is not None:
+            rows.append({"step": None, "page": None, "label": flash.step_name,
+                         "tflops": fr.fmt_tflops(flash.tflops), "ratio": "–", "sdpa": "1.00×",
+                         "gemm": pr.fmt_pct(flash.tflops / gemm.value) if gemm else "–",
+                         "limit": "the baseline (FlashAttention-2)"})
+        out.append({"title": title, "gpu": gpu, "rows": rows,
+                    "gemm": f"{gemm.value:g}" if gemm else None})
+    return out
+
+
+def library_build(records) -> list[dict]:
+    """Per GPU: the Google Benchmark build type its JSON files record
+    (context ``library_build_type``) and which steps' files say 'debug'."""
+    out = []
+    for gpu, title in _gpus(records):
+        debug = sorted({r.step for r in records if r.gpu == gpu
+                        and str(r.context.get("library_build_type", "")).lower() == "debug"},
+                       key=fr.step_sort_key)
+        out.append({"title": title, "debug": [s for s in debug if not fr.is_baseline(s)]})
+    return out
+
+
 def tuning(tables: list, heuristic: dict[int, str] | None) -> list[dict]:
     """What each checked-in tuning table (``plot_search_space.Table``) holds: keys, choices,
     the spread of one key, and on NVIDIA how often the choice is the heuristic shape."""
@@ -405,7 +598,7 @@ def tuning(tables: list, heuristic: dict[int, str] | None) -> list[dict]:
                 "chosen": len({e.choice for e in entries}),
                 "timed": len({c for e in entries for c in e.median_ms}),
                 "spread_low": r2(min(spreads)), "spread_high": r2(max(spreads)),
-                "heuristic": None}
+                "heuristic": None, "fa2": []}
         if heuristic and all(dev.startswith("NVIDIA") for dev in table.devices):
             kept, gains, per = 0, [], []
             for d in dims:
@@ -417,6 +610,17 @@ def tuning(tables: list, heuristic: dict[int, str] | None) -> list[dict]:
                 kept += k
                 per.append({"d": d, "kept": k, "n_keys": len(mine)})
                 gains += [e.median_ms[h] / e.median_ms[e.choice] for e in mine if e.choice != h]
+            fa2 = []
+            for d in dims:
+                theirs = FA2_SHAPES.get(d)
+                mine = [e for e in entries if e.shape.head_dim == d]
+                if theirs is None or not any(c.startswith(theirs + "_") for e in mine
+                                             for c in e.median_ms):
+                    continue
+                fa2.append({"d": d, "shape": shape_words(theirs), "n_keys": len(mine),
+                            "chosen": sum(1 for e in mine if e.choice.startswith(theirs + "_")),
+                            "heuristic": (heuristic or {}).get(d, "").startswith(theirs + "_")})
+            item["fa2"] = fa2
             if per:
                 item["heuristic"] = {
                     "kept": kept, "per_dim": per,
@@ -628,10 +832,15 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
                  "sdpa_name": next((r.step_name for r in records if r.step == SDPA_BASELINE),
                                    "PyTorch SDPA flash"),
                  "ridges": ridges(ceilings), "tc_vs_fma": tc_vs_fma(ceilings),
+                 "naive_model": naive_model(ceilings),
+                 "rescale": rescale_count.summary(), "clock_peak": clock_peak(records),
+                 "causal_saves": f"{CAUSAL_SAVES:g}", "library_build": library_build(records),
                  "timing": timing(records)}
     if steps and isinstance(steps[0], str):  # bare numbers: each based on the one before
         steps = [_StepRef(n, steps[i - 1] if i else None) for i, n in enumerate(steps)]
     numbers = {s.number for s in steps}
+    out["causal_time"] = causal_time(records, steps)
+    out["overview"] = overview(records, ceilings, steps)
     for s in steps:
         num, base = s.number, s.base
         v: dict = {"number": num, "base": base,
@@ -653,6 +862,8 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
         tables = (tuning_tables or {}).get(num)
         if tables is not None or getattr(s, "tuned", None) is not None:  # a tuned/ folder
             v["tuning"] = tuning(tables or [], HEURISTIC_NVIDIA.get(num))
+        if num in HEURISTIC_NVIDIA:
+            v["fa2_shapes"] = fa2_shapes(HEURISTIC_NVIDIA[num])
         if num == PROFILE_STEP:
             v["profile"] = profile(profiles or [], titles)
         out[f"step{num}"] = v

@@ -25,10 +25,10 @@ the pairs are N^2, or N (N + 1) / 2 for a causal mask (both alignments agree at 
 An entry that is not a standard-set shape (a head dim or a bucket that does not divide the
 set's totals) is left out of the figure, and the table says how many were.
 
-The figure has one panel per (head dim, mask), and in a panel one group of bars per
-sequence length, one bar per configuration (the same colour for a configuration in every
-panel). The tuner's choice, the fastest configuration, has a black outline and a marker
-above it. Nothing in the figure is typed: it is drawn from the table alone, and the same
+The figure is a heatmap per (head dim, mask): a row per configuration (in the order of
+its parameters, so neighbours differ in one), a column per sequence length. A cell's colour
+is the configuration's TFLOPS as a fraction of the fastest at that length, its number the
+TFLOPS; the tuner's choice has a red box. (A bar per configuration needed 21 colours.) Nothing in the figure is typed: it is drawn from the table alone, and the same
 table gives byte-identical SVG and PNG.
 """
 
@@ -270,65 +270,67 @@ def plot(table: Table, out_prefix: Path, dtype: str = "bf16",
     plt.rcParams.update({"svg.hashsalt": "flashsteps", "svg.fonttype": "none", "font.size": 9})
     entries = [e for e in table.standard(dtype) if seqlens is None or e.shape.seqlen in seqlens]
     keys = panels(entries) or [(0, False)]
-    configs = sorted({c for e in entries for c in e.median_ms}, key=config_key)
-    cmap = plt.get_cmap("tab20").colors
-    color = {c: cmap[i % len(cmap)] for i, c in enumerate(configs)}
-    hatch = {c: ("" if i < len(cmap) else "//") for i, c in enumerate(configs)}
-    height = 3.0 * len(keys) + 1.2
-    fig, axes = plt.subplots(len(keys), 1, figsize=(11, height), squeeze=False)
-    for ax, (d, causal) in zip(axes[:, 0], keys):
-        mine = sorted((e for e in entries if (e.shape.head_dim, e.shape.causal) == (d, causal)),
-                      key=lambda e: e.shape.seqlen)
-        ax.grid(True, axis="y", alpha=0.3)
-        ax.set_axisbelow(True)
-        if not mine:
-            ax.set_xticks([])
-            ax.set_yticks([])
-            ax.text(0.5, 0.5, f"no {dtype} entries of the standard set", transform=ax.transAxes,
-                    ha="center", va="center", fontsize=14, color="#888888")
-            continue
-        ax.set_title(f"head_dim {d}, {'causal' if causal else 'full'}", fontsize=10)
-        ax.set_ylabel(f"TFLOPS ({dtype})")
-        mine_configs = sorted({c for e in mine for c in e.median_ms}, key=config_key)
-        width = 0.84 / len(mine_configs)
-        top = max(e.tflops(c) for e in mine for c in e.median_ms)
-        for g, e in enumerate(mine):
-            for k, c in enumerate(mine_configs):
-                if c not in e.median_ms:
-                    continue
-                x = g - 0.42 + (k + 0.5) * width
-                y = e.tflops(c)
-                chosen = c == e.choice
-                ax.bar(x, y, width * 0.92, color=color[c], hatch=hatch[c],
-                       edgecolor="black" if chosen else "none", linewidth=1.4 if chosen else 0,
-                       alpha=1.0 if chosen else 0.75, zorder=3 if chosen else 2)
-                if chosen:
-                    ax.plot([x], [y + 0.035 * top], marker="v", color="black", markersize=5,
-                            linestyle="none", zorder=4)
-        ax.set_xticks(range(len(mine)), [f"N = {e.shape.seqlen}" for e in mine])
-        ax.set_xlim(-0.5, len(mine) - 0.5)
-        ax.set_ylim(0, top * 1.12)
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    handles = [Patch(facecolor=color[c], hatch=hatch[c], label=c) for c in configs]
-    if configs:
-        handles.append(Line2D([], [], marker="v", color="black", linestyle="none",
-                              label="chosen (fastest)"))
-    title_in, row_in = 0.3, 0.17  # inches: the title, one row of the legend
-    if handles:
-        fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 6), fontsize=8,
-                   frameon=False, bbox_to_anchor=(0.5, 1 - title_in / height))
+    dims = sorted({d for d, _ in keys})
+    masks = [False, True] if any(c for _, c in keys) and any(not c for _, c in keys) else \
+        sorted({c for _, c in keys})
+    # A heatmap per head dim and mask: a row per configuration, a column per N; the colour
+    # is the configuration's TFLOPS as a fraction of the fastest at that N, the number in
+    # the cell its TFLOPS, and the tuner's choice is outlined.
+    n_rows = {d: len({c for e in entries if e.shape.head_dim == d for c in e.median_ms}) or 1
+              for d in dims}
+    height = sum(0.26 * n_rows[d] + 0.9 for d in dims) + 1.4
+    fig, axes = plt.subplots(len(dims), len(masks), figsize=(5.6 * len(masks) + 1.2, height),
+                             squeeze=False,
+                             gridspec_kw={"height_ratios": [n_rows[d] + 3 for d in dims]})
+    cmap = plt.get_cmap("viridis")
+    image = None
+    for r, d in enumerate(dims):
+        for col, causal in enumerate(masks):
+            ax = axes[r][col]
+            mine = sorted((e for e in entries if (e.shape.head_dim, e.shape.causal) == (d, causal)),
+                          key=lambda e: e.shape.seqlen)
+            if not mine:
+                ax.set_xticks([])
+                ax.set_yticks([])
+                ax.text(0.5, 0.5, f"no {dtype} entries of the standard set", transform=ax.transAxes,
+                        ha="center", va="center", fontsize=12, color="#888888")
+                continue
+            configs = sorted({c for e in mine for c in e.median_ms}, key=config_key)
+            grid = [[math.nan] * len(mine) for _ in configs]
+            for j, e in enumerate(mine):
+                best = max(e.tflops(c) for c in e.median_ms)
+                for i, c in enumerate(configs):
+                    if c in e.median_ms:
+                        grid[i][j] = e.tflops(c) / best
+            image = ax.imshow(grid, cmap=cmap, vmin=0.5, vmax=1.0, aspect="auto",
+                              interpolation="nearest")
+            for j, e in enumerate(mine):
+                for i, c in enumerate(configs):
+                    if c not in e.median_ms:
+                        continue
+                    frac = grid[i][j]
+                    ax.text(j, i, fmt_tflops(e.tflops(c)), ha="center", va="center", fontsize=6.5,
+                            color="black" if frac > 0.75 else "white")
+                    if c == e.choice:
+                        ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
+                                                   edgecolor="#d62728", linewidth=1.8))
+            ax.set_xticks(range(len(mine)), [f"N = {e.shape.seqlen}" for e in mine], fontsize=7)
+            ax.set_yticks(range(len(configs)), configs, fontsize=7)
+            ax.set_title(f"head_dim {d}, {'causal' if causal else 'full'}", fontsize=10)
+    if image is not None:
+        bar = fig.colorbar(image, cax=fig.add_axes((0.89, 0.3, 0.015, 0.4)))
+        bar.set_label("TFLOPS / fastest at this N\n(cells: TFLOPS; red box: the tuner's choice)",
+                      fontsize=8)
     devices = ", ".join(table.devices) or "no device"
     fig.suptitle(f"Step 06 search space on {devices}: TFLOPS of every configuration "
                  f"(mBLOCK_M_nBLOCK_N_wWARPS_sSTAGES[_ov]), {dtype}, B·N = 16384, Hq·D = 2048",
-                 fontsize=10, y=0.995)
+                 fontsize=10, y=1 - 0.1 / height)
     meta = table.meta
     footer = (f"{table.path.name}: " + " · ".join(
         f"{k} {meta[k]}" for k in ("date", "git_commit", "command") if meta.get(k)))
     fig.text(0.01, 0.004, footer, fontsize=7, va="bottom", ha="left", color="#444444")
-    rows = -(-len(handles) // 6) if handles else 0
-    fig.tight_layout(rect=(0, 0.2 / height, 1, 1 - (title_in + row_in * rows) / height))
+    fig.subplots_adjust(left=0.12, right=0.85, top=1 - 0.75 / height, bottom=0.55 / height,
+                        hspace=0.9 / (height / len(dims)), wspace=0.35)
     return save_figure(fig, out_prefix)
 
 

@@ -23,7 +23,8 @@ Everything generated goes to OUT/_generated/ (never into the source tree):
 - ``results/status.md``, ``results/table.md``, ``results/table_n4096.md`` -- which GPUs
   were measured, and the TFLOPS tables printed by tools/results/results_table.py;
 - ``results/tflops.{png,svg}`` and ``results/plot.md`` -- the figure drawn by
-  tools/results/plot_results.py (it shows "not measured" for a vendor with no results);
+  tools/results/plot_results.py (log TFLOPS axis; a vendor with no results is a line under
+  the figure, not an empty row of panels);
 - ``results/ceilings.md`` -- the measured roofline ceilings with how each was measured
   (``results/<gpu>/ceilings.json``, ``gemm_ceiling.json``), or "not measured yet";
 - ``results/roofline.{png,svg}``, ``results/roofline.md`` (the figure) and
@@ -232,6 +233,138 @@ def step_diff(prev: Path, cur: Path, repo: Path) -> tuple[str, int, int]:
     return "".join(lines), added, removed
 
 
+HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\S")
+
+
+def split_hunks(diff: str) -> tuple[str, list[str]]:
+    """A unified diff as its file header (the ---/+++ lines) and its hunks, each a string
+    starting with its @@ line."""
+    lines = diff.splitlines(keepends=True)
+    header, hunks = [], []
+    for line in lines:
+        if HUNK_RE.match(line):
+            hunks.append([line])
+        elif hunks:
+            hunks[-1].append(line)
+        else:
+            header.append(line)
+    return "".join(header), ["".join(h) for h in hunks]
+
+
+def _changed(hunk: str) -> tuple[list[str], list[str]]:
+    body = hunk.splitlines()[1:]
+    minus = [x[1:] for x in body if x.startswith("-")]
+    plus = [x[1:] for x in body if x.startswith("+")]
+    return minus, plus
+
+
+def _is_comment(line: str) -> bool:
+    t = line.strip()
+    return not t or t.startswith(("//", "/*", "*", "*/", "///"))
+
+
+def hunk_kind(hunk: str) -> str:
+    """'comment' when every changed line is a comment or blank, 'rename' when the removed
+    and added lines pair up and differ only in identifiers, replaced consistently (a
+    namespace ``step03`` becoming ``step04``), else 'code'."""
+    minus, plus = _changed(hunk)
+    if all(_is_comment(x) for x in minus + plus):
+        return "comment"
+    if len(minus) != len(plus):
+        return "code"
+    mapping: dict[str, str] = {}
+    for a, b in zip(minus, plus):
+        ta, tb = WORD_RE.findall(a), WORD_RE.findall(b)
+        if len(ta) != len(tb):
+            return "code"
+        for x, y in zip(ta, tb):
+            if x == y:
+                continue
+            if not (x[0].isalpha() or x[0] == "_") or not (y[0].isalpha() or y[0] == "_"):
+                return "code"
+            if mapping.setdefault(x, y) != y:
+                return "code"
+    return "rename" if mapping else "comment"
+
+
+def _op_kind(a: list[str], b: list[str], op) -> str:
+    tag, i1, i2, j1, j2 = op
+    minus = [x.rstrip("\n") for x in a[i1:i2]]
+    plus = [x.rstrip("\n") for x in b[j1:j2]]
+    return hunk_kind("@@\n" + "".join(f"-{x}\n" for x in minus) + "".join(f"+{x}\n" for x in plus))
+
+
+def _hunks_of(a: list[str], b: list[str], ops: list, chosen: list[int], n: int = 3) -> list[str]:
+    """Unified-diff hunks around the change ops whose indices are ``chosen``, with up to
+    ``n`` lines of context that never reach into another change op (so the code hunks and
+    the folded hunks of one diff are disjoint, and each is a valid diff of its own)."""
+    others = [op for k, op in enumerate(ops) if op[0] != "equal" and k not in chosen]
+    hunks: list[dict] = []
+    for k in sorted(chosen):
+        i1, i2 = ops[k][1], ops[k][2]
+        lo = max([0, i1 - n] + [o[2] for o in others if o[2] <= i1])
+        hi = min([len(a), i2 + n] + [o[1] for o in others if o[1] >= i2])
+        between = any(h_end <= o[1] and o[2] <= i1 for o in others
+                      for h_end in ([hunks[-1]["last"]] if hunks else []))
+        if hunks and lo <= hunks[-1]["hi"] and not between:
+            hunks[-1]["hi"], hunks[-1]["last"] = hi, i2
+            hunks[-1]["ops"].append(k)
+        else:
+            hunks.append({"lo": lo, "hi": hi, "last": i2, "ops": [k]})
+    out = []
+    for h in hunks:
+        lo, hi = h["lo"], h["hi"]
+        body, na, nb, lo_b = [], 0, 0, None
+        for k, (tag, i1, i2, j1, j2) in enumerate(ops):
+            if tag == "equal":
+                s_, e_ = max(i1, lo), min(i2, hi)
+                if s_ >= e_:
+                    continue
+                if lo_b is None:
+                    lo_b = j1 + (s_ - i1)
+                body += [" " + x for x in a[s_:e_]]
+                na += e_ - s_
+                nb += e_ - s_
+            elif k in h["ops"]:
+                if lo_b is None:
+                    lo_b = j1
+                body += ["-" + x for x in a[i1:i2]] + ["+" + x for x in b[j1:j2]]
+                na += i2 - i1
+                nb += j2 - j1
+        body = [x if x.endswith("\n") else x + "\n\\ No newline at end of file\n" for x in body]
+        out.append(f"@@ -{lo + 1},{na} +{(lo_b or 0) + 1},{nb} @@\n" + "".join(body))
+    return out
+
+
+def folded_diff(prev: Path, cur: Path, repo: Path) -> tuple[str, str, int, int, int]:
+    """The diff of two step.cu files split in two: the hunks that change code, and the
+    hunks that only change comments or rename identifiers (folded in the chapter). Returns
+    (code diff, folded diff, code hunks, comment-only hunks, rename-only hunks)."""
+    a = prev.read_text(encoding="utf-8").splitlines(keepends=True)
+    b = cur.read_text(encoding="utf-8").splitlines(keepends=True)
+    ops = []
+    for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        tag, i1, i2, j1, j2 = op
+        # A change that starts with comment lines on both sides (the teaching header) and
+        # goes on into code is two changes: the comment part folds, the code part shows.
+        ka = next((k for k, x in enumerate(a[i1:i2]) if not _is_comment(x)), i2 - i1)
+        kb = next((k for k, x in enumerate(b[j1:j2]) if not _is_comment(x)), j2 - j1)
+        if tag != "equal" and (ka or kb) and (ka < i2 - i1 or kb < j2 - j1):
+            ops += [("replace", i1, i1 + ka, j1, j1 + kb), ("replace", i1 + ka, i2, j1 + kb, j2)]
+        else:
+            ops.append(op)
+    kinds = {k: _op_kind(a, b, op) for k, op in enumerate(ops) if op[0] != "equal"}
+    header = f"--- {prev.relative_to(repo)}\n+++ {cur.relative_to(repo)}\n"
+    code = _hunks_of(a, b, ops, [k for k, v in kinds.items() if v == "code"])
+    rest = [k for k, v in kinds.items() if v != "code"]
+    folded_hunks = _hunks_of(a, b, ops, rest)
+    n_comment = sum(1 for k in rest if kinds[k] == "comment")
+    n_rename = sum(1 for k in rest if kinds[k] == "rename")
+    return (header + "".join(code) if code else "", header + "".join(folded_hunks) if rest else "",
+            len(code), n_comment, n_rename)
+
+
 def capture_sections(text: str) -> dict[str, str]:
     """The parts of a captured output that holds several steps' benchmark runs, by step
     number: from a line ``== bench_stepNN`` up to its ``results: ...`` line, or to the line
@@ -277,19 +410,35 @@ def generate_steps(repo: Path, gen: Path, results: Path, keep: set[Path],
             diff, added, removed = step_diff(base.source, cur, repo)
             write_if_changed(out / "step.diff", diff)
             keep.add(out / "step.diff")
+            code_diff, folded, n_code, n_comment, n_rename = folded_diff(base.source, cur, repo)
+            write_if_changed(out / "code.diff", code_diff)
+            write_if_changed(out / "folded.diff", folded)
+            keep.update({out / "code.diff", out / "folded.diff"})
+            caption = f"steps/{pnum}_{pslug}/step.cu → steps/{name}/step.cu"
             if not diff:
                 body = (f"`steps/{name}/step.cu` is identical to "
                         f"`steps/{pnum}_{pslug}/step.cu`.\n")
             else:
+                def block(file: str, what: str, summary: str, opened: bool) -> str:
+                    return (f"````{{details}} {summary}\n" + (":open:\n" if opened else "")
+                            + f"```{{literalinclude}} /{GENERATED}/steps/{name}/{file}\n"
+                            ":language: diff\n:class: flashsteps-diff\n"
+                            f":caption: {caption} ({what})\n```\n````\n")
                 body = (f"Against step {pnum} (`steps/{pnum}_{pslug}/step.cu`), "
                         f"`steps/{name}/step.cu` adds {added} lines and removes {removed} "
-                        f"({lines_total} lines in all). The diff is generated when the book "
-                        "is built:\n\n"
-                        f"```{{literalinclude}} /{GENERATED}/steps/{name}/step.diff\n"
-                        ":language: diff\n"
-                        ":class: flashsteps-diff\n"
-                        f":caption: steps/{pnum}_{pslug}/step.cu → steps/{name}/step.cu\n"
-                        "```\n")
+                        f"({lines_total} lines in all). The diff is "
+                        "generated when the book is built. It starts at the first change to "
+                        "code; the changes to comments only "
+                        f"({n_comment}, the teaching header among them) and the renames only "
+                        f"({n_rename}) are folded below it (click to open). The whole diff: "
+                        f"{{download}}`step.diff </{GENERATED}/steps/{name}/step.diff>`.\n\n")
+                if code_diff:
+                    body += block("code.diff", f"{n_code} hunks that change code",
+                                  f"The code diff: {n_code} hunks", True)
+                if folded:
+                    body += "\n" + block("folded.diff", "comment-only and rename-only changes",
+                                          f"Folded: {n_comment} changes to comments only and "
+                                          f"{n_rename} renames only", False)
             changes = "<!-- generated by tools/book/stage_book.py; do not edit -->\n" + body
         write_if_changed(out / "changes.md", changes)
         keep.add(out / "changes.md")
@@ -489,7 +638,7 @@ def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path],
                    + ("" if records else " (nothing measured yet: every panel says so)") + ".")
         plot = (f"{header}```{{figure}} /{GENERATED}/results/tflops.svg\n"
                 ":alt: TFLOPS of each FlashSteps step against sequence length, one row of "
-                "panels per GPU\n:width: 100%\n\n"
+                "panels per measured GPU, TFLOPS on a log axis\n:width: 100%\n\n"
                 f"{caption}\n```\n")
         write_if_changed(out / "plot.md", plot)
         keep.add(out / "plot.md")
@@ -531,6 +680,46 @@ def generate_results(repo: Path, gen: Path, results: Path, keep: set[Path],
     keep.add(gen / "facts.json")
 
 
+def split_wide_tables(markdown: str, group_re: str = r"^(.*?)\s*D=\d+ \w+$") -> str:
+    """Every Markdown table whose columns after the first carry a group name before
+    ``D=<d> <mask>`` (the step's own columns have none; a baseline's are "PyTorch SDPA flash
+    D=64 full") becomes one table per group, each with the first column again, so that no
+    table is wider than the page. The group's name goes in a line above its table; other
+    tables and text are kept as they are."""
+    lines = markdown.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if not (lines[i].startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("|--")):
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].startswith("|"):
+            j += 1
+        rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[i:j]]
+        head = rows[0]
+        groups: dict[str, list[int]] = {}
+        for k, name in enumerate(head[1:], start=1):
+            m = re.match(group_re, name)
+            groups.setdefault(m[1] if m else name, []).append(k)
+        if len(groups) < 2:
+            out += lines[i:j]
+            i = j
+            continue
+        for g, (name, cols) in enumerate(groups.items()):
+            if g:
+                out += ["", f"*{name}* (TFLOPS; in brackets the step's share of it):", ""]
+            keep = [0] + cols
+            for r, row in enumerate(rows):
+                cells = [row[k] if k < len(row) else "" for k in keep]
+                if r == 0 and g:
+                    cells = [cells[0]] + [c[len(name):].strip() for c in cells[1:]]
+                out.append("| " + " | ".join(cells) + " |")
+        i = j
+    return "\n".join(out)
+
+
 def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path],
                           steps: list[Step] | None = None) -> None:
     """Per step: its results table (TFLOPS per N, speed-up) and its traffic tables."""
@@ -548,7 +737,7 @@ def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path],
             table = run_tool([py, str(repo / "tools" / "results" / "results_table.py"), src, "--step", num,
                               *extra], "tools/results/results_table.py --step")
             pieces = {
-                "results.md": table,
+                "results.md": split_wide_tables(table),
                 "traffic.md": traffic.step_table(records, kernels, num),
                 "traffic_compare.md": traffic.compare_table(
                     records, kernels, [n for n in numbers if int(n) <= int(num)]),
@@ -605,14 +794,17 @@ def generate_search_space(repo: Path, gen: Path, keep: set[Path],
                      else "every sequence length of the table")
             parts.append(
                 f"```{{figure}} /{GENERATED}/steps/{step.name}/{stem}.svg\n"
-                f":alt: Bar chart: {dtype} TFLOPS of every configuration of step {step.number}'s "
-                "search space per head dim, mask and sequence length, the tuner's choice "
-                "outlined\n:width: 100%\n\n"
+                f":alt: Heatmaps: {dtype} TFLOPS of every configuration of step {step.number}'s "
+                "search space (rows) per sequence length (columns), one per head dim and "
+                "mask, coloured by the fraction of the fastest, the tuner's choice boxed\n"
+                ":width: 100%\n\n"
                 f"Step {step.number}'s search space on the "
                 f"{', '.join(table.devices) or 'unnamed device'}: every configuration timed by "
                 f"the tuner ({dtype}, {shown}), drawn by `tools/book/plot_search_space.py` from "
-                f"`{tuned}/{table.path.name}` when the book was built. The outlined bar with the "
-                "marker is the tuner's choice.\n```")
+                f"`{tuned}/{table.path.name}` when the book was built. A row per configuration, a "
+                "column per sequence length; the colour is the TFLOPS as a fraction of the "
+                "fastest configuration at that length, and the red box is the tuner's "
+                "choice.\n```")
             parts.append(pss.choices_markdown(table, dtype).rstrip("\n"))
         if not tables_of[step.number]:
             parts.append(f"*Not measured yet:* the figure of the search space is drawn here from "
@@ -620,6 +812,21 @@ def generate_search_space(repo: Path, gen: Path, keep: set[Path],
                          "once such a table is committed and the book is rebuilt.")
         write_if_changed(out / "search_space.md", "\n\n".join(parts) + "\n")
         keep.add(out / "search_space.md")
+
+
+def generate_limits(repo: Path, gen: Path, keep: set[Path]) -> None:
+    """``limits.md``: each step's dtypes, head dims, alignment and GPUs, read from its
+    StepInfo, dispatch.h and CMakeLists.txt (tools/book/step_limits.py)."""
+    spec = importlib.util.spec_from_file_location("step_limits", repo / "tools" / "book" /
+                                                  "step_limits.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        text = module.markdown(module.limits(repo), module.architectures(repo))
+    except (ValueError, KeyError) as exc:
+        raise StageError(f"tools/book/step_limits.py: {exc}") from exc
+    write_if_changed(gen / "limits.md", text)
+    keep.add(gen / "limits.md")
 
 
 def ceilings_markdown(ceilings) -> str:
@@ -733,6 +940,7 @@ def main(argv: list[str] | None = None) -> int:
         generate_step_results(repo, gen, results, keep, steps)
         generate_search_space(repo, gen, keep, steps)
         generate_step_figures(repo, gen, keep, steps)
+        generate_limits(repo, gen, keep)
         generate_api(repo, gen, args.doxygen_xml.resolve(),
                      args.doxygen_html.resolve() if args.doxygen_html else None, out, keep)
         prune(gen, keep)

@@ -29,6 +29,12 @@ The phrases it reads (in this order; ``S`` a step number, ``X`` a number):
 
 Paths (``results/nvidia-h200/step01.json``), step numbers and the GPU's name are not numbers
 to check.
+
+Anywhere in the header (the comment block before the first ``#include``), one more phrase is
+read back, from the measured ceilings of the GPU the paragraph names:
+
+- ``Xx the measured fp32 FMA rate`` -- the dense bf16 GEMM ceiling over the fp32 FMA ceiling
+  (``gemm_ceiling.json`` / ``ceilings.json``).
 """
 
 from __future__ import annotations
@@ -60,6 +66,7 @@ SET_SDPA_RE = re.compile(NUM + "-" + NUM + r"x PyTorch SDPA's FlashAttention-2 b
                          r"\(geometric mean " + NUM + r"\)")
 SDPA_RE = re.compile(NUM + r"x PyTorch SDPA's FlashAttention-2 backend")
 COMMIT_RE = re.compile(r"commit (?P<c>[0-9a-f]{7,40})\b")
+TC_FMA_RE = re.compile(NUM + r"x the measured fp32 FMA rate")
 # Not numbers to check: paths, step numbers, product names, a head dim named in words.
 IGNORED_RE = re.compile(r"\S+/\S*|\bD = \d+\b|\bsteps? \d{2}\b|FlashAttention-2|\b(?:NVIDIA|AMD) \S+")
 
@@ -102,6 +109,33 @@ def measured_paragraph(text: str) -> str | None:
             break
         out.append(body)
     return " ".join(out)
+
+
+def header_text(text: str) -> str:
+    """The comment block before the first #include, as one line (comment marks removed)."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("#include"):
+            break
+        if line.startswith("//"):
+            out.append(line[2:].strip())
+    return " ".join(out)
+
+
+def check_rates(step: str, header: str, para: str, records: list[fr.Record],
+                ceilings: list[fr.Ceiling]) -> list[Check]:
+    """The ceiling ratios written anywhere in the header, on the paragraph's GPU."""
+    hits = list(TC_FMA_RE.finditer(header))
+    if not hits:
+        return []
+    m = GPU_RE.search(para)
+    gpus = {r.gpu for r in records if m and fr.gpu_title(
+        r.vendor, str(r.context.get("gpu_name", ""))) == m["gpu"].strip()}
+    gpu = gpus.pop() if len(gpus) == 1 else None
+    by_kind = {c.kind: c.value for c in ceilings if c.gpu == gpu}
+    ratio = (by_kind["bf16_gemm"] / by_kind["fp32_fma"]
+             if "bf16_gemm" in by_kind and "fp32_fma" in by_kind else None)
+    return [Check(step, "bf16 GEMM ceiling over the fp32 FMA ceiling", h[1], ratio) for h in hits]
 
 
 def geomean(values: list[float]) -> float:
@@ -240,11 +274,13 @@ def main(argv: list[str] | None = None) -> int:
         source = folder / "step.cu"
         if not m or not source.is_file():
             continue
-        para = measured_paragraph(source.read_text(encoding="utf-8"))
+        text = source.read_text(encoding="utf-8")
+        para = measured_paragraph(text)
         if para is None:
             continue
         try:
             checks = check_step(m[1], para, records, ceilings)
+            checks += check_rates(m[1], header_text(text), para, records, ceilings)
         except HeaderError as exc:
             print(f"FAIL {source}: {exc}")
             failed += 1

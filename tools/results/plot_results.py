@@ -3,10 +3,12 @@
 
     python3 tools/results/plot_results.py results -o docs/_static/tflops [--dtype bf16]
 
-writes ``<OUT_PREFIX>.png`` and ``<OUT_PREFIX>.svg``.  One row of panels per GPU,
-NVIDIA rows first, then AMD; a vendor without results still gets a row that says
-"not measured".  Columns are head_dim 64/128 x full/causal, x is the sequence
-length (log2), y is TFLOPS, one solid line per step and one grey dashed or
+writes ``<OUT_PREFIX>.png`` and ``<OUT_PREFIX>.svg``.  One row of panels per measured GPU,
+NVIDIA rows first, then AMD; a vendor without results gets no empty row, only a line
+"<vendor>: not measured" under the figure (with no results at all, one row says
+"not measured").  Columns are head_dim 64/128 x full/causal, x is the sequence
+length (log2), y is TFLOPS on a log axis (the steps span three orders of magnitude:
+steps 01-03 would sit on zero on a linear one), one solid line per step and one grey dashed or
 dotted reference line per baseline (a result file whose ``flashsteps_step`` is
 not a number, e.g. ``sdpa-flash`` from tools/baselines/sdpa_bench.py, labelled with its
 ``flashsteps_step_name``, "PyTorch SDPA flash").  Skipped benchmarks are gaps,
@@ -42,12 +44,16 @@ MARKERS = "osD^v<>ph*"
 
 
 def _rows(records: list[fr.Record]) -> list[tuple[str, str | None]]:
-    """(vendor, gpu) per panel row; gpu is None for an unmeasured vendor."""
-    rows: list[tuple[str, str | None]] = []
-    for vendor in fr.VENDORS:
-        gpus = [g for v, g in fr.gpus_of(records) if v == vendor]
-        rows += [(vendor, g) for g in gpus] or [(vendor, None)]
-    return rows
+    """(vendor, gpu) per panel row, measured GPUs only; with none at all, one row
+    (first vendor, None) that says "not measured"."""
+    rows = [(v, g) for v, g in fr.gpus_of(records)]
+    return rows or [(fr.VENDORS[0], None)]
+
+
+def unmeasured_vendors(records: list[fr.Record]) -> list[str]:
+    """Vendors with no results (named in a line under the figure, not drawn as panels)."""
+    measured = {v for v, _ in fr.gpus_of(records)}
+    return [v for v in fr.VENDORS if v not in measured]
 
 
 def _styles(records: list[fr.Record]) -> dict[str, dict]:
@@ -88,7 +94,8 @@ def plot(records: list[fr.Record], out_prefix: Path, dtype: str = "bf16") -> lis
     attn = [r for r in records if r.kind == "attention" and r.dtype == dtype]
     rows, styles = _rows(records), _styles(attn)
     labels = dict(fr.steps_of(attn))
-    fig, axes = plt.subplots(len(rows), len(COLUMNS), figsize=(4 * len(COLUMNS), 3.2 * len(rows)),
+    height = 3.2 * len(rows) + 1.6          # panels, plus title and legend above, footer below
+    fig, axes = plt.subplots(len(rows), len(COLUMNS), figsize=(4 * len(COLUMNS), height),
                              squeeze=False, sharex=True)
     footer = []
     for row, (vendor, gpu) in enumerate(rows):
@@ -97,7 +104,8 @@ def plot(records: list[fr.Record], out_prefix: Path, dtype: str = "bf16") -> lis
         name = everything[0].context["gpu_name"] if everything else ""
         footer.append(f"{fr.VENDOR_LABELS[vendor]} {gpu}: {fr.describe_gpu(everything)}"
                       if gpu else f"{fr.VENDOR_LABELS[vendor]}: not measured")
-        top = max((r.tflops for r in mine if r.tflops is not None), default=0.0)
+        values = [r.tflops for r in mine if r.tflops is not None and r.tflops > 0]
+        top, bottom = max(values, default=1.0), min(values, default=1.0)
         for col, (hd, mask) in enumerate(COLUMNS):
             ax = axes[row][col]
             ax.set_xscale("log", base=2)
@@ -115,7 +123,8 @@ def plot(records: list[fr.Record], out_prefix: Path, dtype: str = "bf16") -> lis
                 ax.set_yticks([])
                 _note(ax, "not measured", 22)
                 continue
-            ax.set_ylim(0, top * 1.1 or 1)
+            ax.set_yscale("log")
+            ax.set_ylim(bottom / 1.5, top * 1.5)
             panel = [r for r in mine if r.head_dim == hd and r.mask == mask]
             if not panel:
                 _note(ax, f"no {dtype} results", 12)
@@ -127,11 +136,15 @@ def plot(records: list[fr.Record], out_prefix: Path, dtype: str = "bf16") -> lis
             handles.setdefault(lab, h)
     if handles:
         fig.legend(handles.values(), handles.keys(), loc="upper center",
-                   ncol=min(len(handles), 8), bbox_to_anchor=(0.5, 0.995), frameon=False)
+                   ncol=min(len(handles), 5), bbox_to_anchor=(0.5, 1 - 0.3 / height),
+                   frameon=False)
     fig.suptitle(f"FlashSteps forward attention, {dtype}, B·N = 16384 tokens, Hq·D = 2048 "
-                 "(gaps = skipped)", y=0.955 if handles else 0.99)
+                 "(gaps = skipped)", y=1 - 0.02 / height)
+    footer += [f"{fr.VENDOR_LABELS[v]}: not measured (no results/<gpu>/ files)"
+               for v in unmeasured_vendors(records) if rows[0][1] is not None]
     fig.text(0.01, 0.005, "\n".join(footer), fontsize=7, va="bottom", ha="left", color="#444444")
-    fig.tight_layout(rect=(0, 0.02 + 0.018 * len(footer), 1, 0.93 if handles else 0.97))
+    fig.tight_layout(rect=(0, (0.1 + 0.13 * len(footer)) / height, 1,
+                           1 - (0.9 if handles else 0.4) / height))
 
     return save_figure(fig, out_prefix)
 

@@ -55,10 +55,12 @@ struct DeviceInfo {
   std::size_t l2_bytes = 0; ///< L2 cache size
   std::string driver;       ///< driver version as the runtime reports it
   std::string runtime;      ///< "CUDA 13.0" / "HIP 5.2"
-  /// Dense fp16/bf16 tensor-core peak in TFLOP/s: SMs x max clock x per-SM rate from a
-  /// per-architecture table (sm_80: 2048, sm_90: 4096 FLOP/clk/SM; gfx90a: 1024,
-  /// gfx940: 2048 FLOP/clk/CU), 0 when the architecture is not in the table. An upper
-  /// bound: real clocks under load are lower (see results/ for measured ceilings).
+  /// Dense fp16/bf16 tensor-core clock peak at maximum boost, in TFLOP/s: SMs x max clock x
+  /// per-SM rate from a per-architecture table (sm_80: 2048, sm_90: 4096 FLOP/clk/SM;
+  /// gfx90a: 1024, gfx940: 2048 FLOP/clk/CU), 0 when the architecture is not in the table.
+  /// Not the datasheet figure (an H200: 132 x 1980 MHz x 4096 = 1070, the datasheet's 989
+  /// assumes a lower clock); an upper bound: real clocks under load are lower (see
+  /// results/ for measured ceilings). The benchmark's pct_peak counter is relative to it.
   double peak_tc_tflops = 0.0;
 };
 

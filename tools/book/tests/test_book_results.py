@@ -309,3 +309,118 @@ def test_no_chapter_line_of_text_ends_with_a_tag():
             if line.rstrip().endswith("%}") and not re.fullmatch(r"\s*\{%.*?%\}\s*", line):
                 bad.append(f"{md.relative_to(REPO)}:{n}")
     assert not bad, bad
+
+
+def test_naive_intensity_side_of_the_ridge_follows_the_ceilings(tmp_path):
+    """Chapter 01 puts step 01's D/6 FLOP per byte on the side of the fp32 FMA ridge that the
+    measured ceilings give: left of the synthetic 50 FLOP/B, right of the H200's 13.5."""
+    records, ceilings, _, points = loaded(synth.make_tree(tmp_path / "r"))
+    text = rendered.prose(rendered.values(records, ceilings, points))
+    assert "about 21.3 at $D = 128$" in text
+    assert "so even by this count step 01 lies left of that ridge, on the memory-bound " \
+           "side" in text
+    records, ceilings, _, points = loaded(REPO / "results")
+    v = rendered.values(records, ceilings, points)
+    for g in v["naive_model"]["gpus"]:
+        ridge = float(g["ridge"])
+        assert g["side"] == ("right" if 128 / 6 >= ridge else "left")
+    for g in v["step01"]["roofline"]:
+        assert g["fma_side"] == ("right" if float(g["intensity"]) >= float(g["fma_ridge"])
+                                 else "left")
+    text = rendered.prose(v)
+    assert "memory-bound side of the roofline" not in text
+    if any(g["side"] == "right" for g in v["naive_model"]["gpus"]):
+        assert "step 01 lies right of that ridge: on the compute-bound side" in text
+
+
+def test_rescale_count():
+    """Chapter 04's rescale counts: the i.i.d. formula against a brute-force count, and the
+    chapter prints rescale_count.py's numbers instead of 'a new maximum is rare'."""
+    import numpy as np
+    import rescale_count as rc
+    rng = np.random.default_rng(1)
+    v = rc.votes(rng.standard_normal((32 * 2000, 16 * 8)), warp_m=32, block_n=8)
+    assert v.shape == (2000, 15)
+    assert abs(v.sum(axis=1).mean() - rc.expected_iid(16, 32)) < 0.15
+    assert rc.expected_iid(2, 1) == 0.5                  # tile 2 of 2: 1/2 for one row
+    s = rc.summary()
+    assert s["tiles"] == rc.SEQLEN // rc.BLOCK_N == 64
+    assert abs(float(s["iid"]["expected"]) - sum(1 - (1 - 1 / t) ** 32 for t in range(2, 65))) < 0.05
+    text = rendered.prose(rendered.values())
+    assert "a new maximum is rare" not in text
+    assert (f"{s['iid']['expected']} of the 63 tiles rescale on average ({s['iid']['pct']} %)"
+            in text)
+    assert f"{s['random']['rescaled']} of {s['random']['votes']} votes over" in text
+    assert f"{s['fixture']['rescaled']} of {s['fixture']['votes']} warps rescale" in text
+    assert "probability $1 - (1 - 1/t)^{32}$" in text
+    m, n, w = (int(x) for x in re.match(r"m(\d+)_n(\d+)_w(\d+)",
+                                        facts.HEURISTIC_NVIDIA["06"][rc.HEAD_DIM]).groups())
+    assert (rc.WARP_M, rc.BLOCK_N) == (m // w, n)        # step 04's tile at D = 128
+
+
+def test_clock_peak_is_named_for_what_it_is():
+    """pct_peak is relative to SMs x max boost clock x FLOP/clk (1070.5 on the H200), not to
+    the datasheet's 989: measuring.md says so with the numbers of results/."""
+    records, ceilings, _, points = loaded(REPO / "results")
+    v = rendered.values(records, ceilings, points)
+    text = rendered.prose(v)
+    assert "datasheet peak" not in text
+    for g in v["clock_peak"]:
+        tflops = float(g["tflops"].replace(",", ""))
+        per_clk = float(g["per_clk"].replace(",", ""))
+        assert abs(g["sm_count"] * g["clock"] * per_clk / 1e6 - tflops) < 0.1
+        assert (f"it is {g['sm_count']} SMs × {g['clock']} MHz × {g['per_clk']} FLOP per clock "
+                f"= {g['tflops']} TFLOP/s") in text
+    h200 = next((g for g in v["clock_peak"] if g["title"] == "the NVIDIA H200"), None)
+    if h200 is not None:
+        assert h200["tflops"] == "1,070.5" and h200["datasheet"] == "989"
+        assert h200["over_datasheet"] == "1.08"
+
+
+def test_chapter01_lists_every_step_that_saves_time_under_causal():
+    """Chapter 01 no longer says step 01 is the only step that saves time under the causal
+    mask; which steps do comes from the results (time ratio at most facts.CAUSAL_SAVES)."""
+    records, ceilings, _, points = loaded(REPO / "results")
+    v = rendered.values(records, ceilings, points)
+    text = rendered.prose(v)
+    assert "Unlike the later steps" not in text
+    for g in v["causal_time"]:
+        for x in g["steps"]:
+            assert (x["step"] in g["savers"]) == (float(x["time_ratio"]) <= facts.CAUSAL_SAVES)
+        if len(g["savers"]) > 1:
+            assert f"steps {facts.and_list(g['savers'])} take at most" in text
+    h200 = next((g for g in v["causal_time"] if g["title"] == "the NVIDIA H200"), None)
+    if h200 is not None:
+        assert {"01", "05", "06"} <= set(h200["savers"])
+        assert {"02", "03", "04"} <= set(h200["others"])
+
+
+def test_measuring_explains_the_debug_library_warning():
+    records, ceilings, _, points = loaded(REPO / "results")
+    v = rendered.values(records, ceilings, points)
+    text = rendered.prose(v)
+    assert "Library was built as DEBUG" in text and "manual time (`UseManualTime`)" in text
+    for g in v["library_build"]:
+        for step in g["debug"]:
+            assert any(r.step == step and r.context.get("library_build_type") == "debug"
+                       for r in records)
+
+
+def test_front_page_table_of_numbers():
+    """The front page's table comes from the results: a row per step with its TFLOPS, the
+    ratio to its base step and to SDPA flash, the share of the GEMM ceiling, the limit."""
+    records, ceilings, _, points = loaded(REPO / "results")
+    v = rendered.values(records, ceilings, points)
+    index = stage_book.render_chapter(REPO / "book" / "index.md", v, facts.FILTERS)
+    for g in v["overview"]:
+        assert f"| Step | TFLOP/s | × previous step | × PyTorch SDPA flash" in index
+        for r in g["rows"]:
+            if r["step"]:
+                assert f"| {r['tflops']} | {r['ratio']} | {r['sdpa']} | {r['gemm']} | {r['limit']} |" in index
+        six = next(r for r in g["rows"] if r["step"] == "06")
+        rec = next(x for x in records if x.gpu == g["gpu"] and x.step == "06"
+                   and x.name == facts.HEADLINE)
+        assert six["tflops"] == fr.fmt_tflops(rec.tflops)
+    assert "| 01 naive | three kernels" not in index          # no copy of the sidebar
+    empty = stage_book.render_chapter(REPO / "book" / "index.md", rendered.values(), facts.FILTERS)
+    assert "No step is measured yet" in empty

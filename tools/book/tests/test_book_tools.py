@@ -10,6 +10,7 @@ tools is skipped when matplotlib is missing.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -171,3 +172,95 @@ def test_results_are_generated_even_when_nothing_is_measured(tmp_path):
     assert "not measured" in (gen / "results" / "table.md").read_text()
     assert (gen / "results" / "tflops.svg").read_bytes().lstrip().startswith((b"<?xml", b"<svg"))
     assert "Not measured yet" in (gen / "results" / "ceilings.md").read_text()
+
+
+def _ldmatrix_positions(d: int, swizzle) -> list[tuple[int, bool]]:
+    """For every chunk c and every group of 8 consecutive rows (one ldmatrix 8x8 matrix) of
+    a [64][d] 16-bit tile with the natural pitch: (distinct 16-byte bank positions, all
+    swizzled chunks inside the row)."""
+    chunks = d // 8
+    out = []
+    for c in range(chunks):
+        for r0 in range(0, 64, 8):
+            placed = [swizzle(c, i, chunks) for i in range(r0, r0 + 8)]
+            inside = all(0 <= p < chunks for p in placed)
+            out.append((len({(i * chunks + p) % 8 for i, p in zip(range(r0, r0 + 8), placed)}),
+                        inside))
+    return out
+
+
+def test_step04_exercise_swizzle_rules():
+    """Step 04's exercise 1: c xor (i mod 8) is conflict-free and stays in the row only when
+    a row has a multiple of 8 chunks; at D = 32 it runs off the row, and
+    c xor (floor(i / (8 / C)) mod C) works there."""
+    plain = lambda c, i, chunks: c ^ (i % 8)                                   # noqa: E731
+    small = lambda c, i, chunks: c ^ ((i // (8 // chunks)) % chunks)          # noqa: E731
+    for d in (64, 128, 256):
+        assert all(n == 8 and inside for n, inside in _ldmatrix_positions(d, plain)), d
+    for d in (32, 96):
+        assert not all(inside for _, inside in _ldmatrix_positions(d, plain)), d
+    assert all(n == 8 and inside for n, inside in _ldmatrix_positions(32, small))
+    text = (REPO / "book" / "steps" / "04_tensor_cores.md").read_text()
+    assert "reaches chunk 7, off the end of the row" in text
+
+
+def test_step_diff_folds_comment_and_rename_changes(tmp_path):
+    """The chapter's diff starts at code: the header's comment changes and a namespace
+    rename are folded, the code change is shown, and both parts are valid diffs."""
+    before = ("// SPDX\n// step 01 header\n// says one thing\n#include <x>\n\n"
+              "namespace flashsteps::step01 {\n\nint f() { return 1; }\n\nint g() {}\n\n"
+              "int h() {}\n\nint k() {}\n}\n")
+    after = ("// SPDX\n// step 02 header\n// says another thing\n// and more\n#include <x>\n\n"
+             "namespace flashsteps::step02 {\n\nint f() { return 2; }\n\nint g() {}\n\n"
+             "int h() {}\n\nint k() {}\n}\n")
+    (tmp_path / "steps" / "a").mkdir(parents=True)
+    (tmp_path / "steps" / "b").mkdir()
+    (tmp_path / "steps" / "a" / "step.cu").write_text(before)
+    (tmp_path / "steps" / "b" / "step.cu").write_text(after)
+    code, folded, n_code, n_comment, n_rename = stage_book.folded_diff(
+        tmp_path / "steps" / "a" / "step.cu", tmp_path / "steps" / "b" / "step.cu", tmp_path)
+    assert (n_code, n_comment, n_rename) == (1, 1, 1)
+    assert "+int f() { return 2; }" in code and "header" not in code and "step02" not in code
+    assert "+// step 02 header" in folded and "+namespace flashsteps::step02 {" in folded
+    for diff, lines in ((code, after), (folded, after)):
+        for hunk in stage_book.split_hunks(diff)[1]:
+            m = re.match(r"@@ -\d+,\d+ \+(\d+),(\d+) @@", hunk)
+            new = [x[1:] for x in hunk.splitlines()[1:] if x[:1] in " +"]
+            start = int(m[1]) - 1
+            assert new == lines.splitlines()[start:start + int(m[2])]
+
+
+def test_step_limits_from_the_sources():
+    """The limits page's table comes from StepInfo, dispatch.h and CMakeLists.txt."""
+    import step_limits
+    rows = {r["number"]: r for r in step_limits.limits(REPO)}
+    assert rows["01"]["accepts_fp32"] and rows["01"]["bench_max_seqlen"] == 8192
+    assert rows["02"]["compiled"] == [32, 64, 128, 256]
+    assert not rows["04"]["accepts_fp32"] and rows["04"]["head_dim_multiple"] == 8
+    assert rows["04"]["compiled"] == [32, 64, 96, 128, 256]
+    assert rows["07"]["max_head_dim"] == 128 and rows["07"]["compiled"] == [64, 128]
+    assert rows["07"]["requires"] == ["CUDA_SM90A"]
+    text = step_limits.markdown(list(rows.values()), step_limits.architectures(REPO))
+    assert "| [07](steps/07_tma_wgmma.md) | fp16, bf16 | 1 to 128, a multiple of 8 | 64, 128 |" in text
+    assert "NVIDIA Hopper (sm_90a) only" in text and "gfx942" in text
+
+
+def test_orientation_pages_are_in_the_book():
+    index = (REPO / "book" / "index.md").read_text()
+    for page in ("glossary", "limits", "references"):
+        assert (REPO / "book" / f"{page}.md").is_file() and f"\n{page}\n" in index
+    glossary = (REPO / "book" / "glossary.md").read_text()
+    for term in ("TM\n", "TN\n", "DV\n", "WARP_M\n", "slot, `kSlots`", "STAGES\n", "warpgroup\n"):
+        assert term in glossary, term
+
+
+def test_every_step_chapter_has_orientation_and_self_checks():
+    """Time, prerequisites and the measurement the chapter hinges on at the top; two or
+    three self-check questions with collapsible answers before the exercises."""
+    for md in sorted((REPO / "book" / "steps").glob("[0-9][0-9]_*.md")):
+        text = md.read_text()
+        head = text[text.index("## Objectives"):text.index("After this chapter you can")]
+        assert "Time:" in head and "Prerequisites:" in head, md.name
+        assert "The one measurement it hinges on" in " ".join(head.split()), md.name
+        check = text[text.index("## Check yourself"):text.index("## Exercises")]
+        assert 2 <= check.count("```{details} Answer") <= 3, md.name

@@ -123,7 +123,8 @@ def test_plot_is_written_and_deterministic(tmp_path):
     for ext in (".svg", ".png"):
         assert (tmp_path / f"a{ext}").read_bytes() == (tmp_path / f"b{ext}").read_bytes()
     svg = (tmp_path / "a.svg").read_text()
-    assert "m128_n64_w4_s3" in svg and "chosen (fastest)" in svg and "head_dim 128, causal" in svg
+    assert "m128_n64_w4_s3" in svg and "the tuner's choice" in svg and "head_dim 128, causal" in svg
+    assert "TFLOPS / fastest at this N" in svg             # a heatmap, not 21 coloured bars
     assert "`m128_n64_w4_s3` 300" in (tmp_path / "a.md").read_text()
     bad = write(tmp_path / "bad.json", {"format": "x"})
     assert pss.main([str(bad), "-o", str(tmp_path / "c")]) == 2
@@ -333,7 +334,7 @@ def test_tuning_fact_compares_with_the_heuristic(tmp_path):
             e["choice"] = "m128_n64_w4_s2"
     table = pss.load_table(write(tmp_path / "nvidia-test.json", data))
     text = rendered.prose(rendered.values(tuning={"06": [table]}))
-    assert "The choice is the heuristic shape (FlashAttention-2's, step 05's) at 4 of the 8 " \
+    assert "The choice is the heuristic shape (step 05's) at 4 of the 8 " \
            "keys (0 of 4 at D = 64 and 4 of 4 at D = 128); where the tuner chose another " \
            "shape, it timed it 1.50 to 1.50 times as fast as the heuristic's" in text
     assert "An overlapped configuration (`_ov`) is the choice at 4 of the 8 keys." in text
@@ -365,6 +366,51 @@ def test_step_tables_from_step_04_on_show_the_baselines(tmp_path):
     gen, keep = tmp_path / "gen", set()
     stage_book.generate_step_results(REPO, gen, tmp_path / "r", keep)
     five = (gen / "steps" / "05_causal" / "results.md").read_text()
-    assert "PyTorch SDPA flash D=128 causal" in five and "62.5 (160%)" in five
+    assert "*PyTorch SDPA flash* (TFLOPS" in five and "62.5 (160%)" in five
+    widths = {line.count("|") - 1 for line in five.splitlines() if line.startswith("|")}
+    assert max(widths) <= 5                      # split: no 17-column table
     three = (gen / "steps" / "03_online_softmax" / "results.md").read_text()
     assert "PyTorch SDPA" not in three
+
+
+def test_fa2_shapes_against_step05():
+    """FlashAttention-2's launch template (facts.FA2_SHAPES) agrees with step 05's shapes at
+    D = 32, 96 and 128 only; the chapters say which differ, from the data, not by hand."""
+    f = facts.fa2_shapes(facts.HEURISTIC_NVIDIA["06"])
+    assert [r["d"] for r in f["same"]] == [32, 96, 128]
+    assert [(r["d"], r["fa2"], r["ours"]) for r in f["differ"]] == [
+        (64, "128 × 128 × 4", "128 × 64 × 4"), (256, "64 × 64 × 4", "128 × 32 × 8")]
+    text = rendered.prose(rendered.values())
+    assert "128 × 128 × 4 at $D = 64$ where step 04 runs 128 × 64 × 4" in text
+    assert "at $D = 256$ FlashAttention-2 runs 64 × 64 × 4 on Hopper (128 × 64 × 8 on an " \
+           "A100), step 05 128 × 32 × 8" in text
+    assert "heuristic shape (FlashAttention-2's" not in text
+
+
+def test_step_defaults_match_the_heuristic():
+    """Step 04's and step 05's DefaultTile on NVIDIA are facts.HEURISTIC_NVIDIA (the shapes
+    the chapters compare with FlashAttention-2's)."""
+    for step in ("04_tensor_cores", "05_causal"):
+        source = (REPO / "steps" / step / "step.cu").read_text()
+        nvidia = source[source.index("#else", source.index("struct DefaultTile")):]
+        nvidia = nvidia[:nvidia.index("#endif")]
+        generic = re.search(r"struct DefaultTile \{ using type = TileConfig<(\d+), (\d+), (\d+), "
+                            r"(\d+)>", nvidia)
+        special = dict((int(d), "m{}_n{}_w{}_s{}".format(*rest)) for d, *rest in re.findall(
+            r"DefaultTile<(\d+)> \{ using type = TileConfig<(\d+), (\d+), (\d+), (\d+)>", nvidia))
+        for d, name in facts.HEURISTIC_NVIDIA["06"].items():
+            assert special.get(d, "m{}_n{}_w{}_s{}".format(*generic.groups())) == name, (step, d)
+
+
+def test_tuning_counts_fa2_shape(tmp_path):
+    """The tuning fact counts the keys whose choice is FlashAttention-2's shape."""
+    data = synthetic_table()
+    for e in data["entries"]:
+        e["device"] = "NVIDIA Test GPU"
+        if e["head_dim"] == 64:
+            e["median_ms"]["m128_n128_w4_s2"] = 0.5 * min(e["median_ms"].values())
+            e["choice"] = "m128_n128_w4_s2"
+    table = pss.load_table(write(tmp_path / "nvidia-test.json", data))
+    text = rendered.prose(rendered.values(tuning={"06": [table]}))
+    assert "At D = 64 the tuner chose FlashAttention-2's shape, 128 × 128 × 4, at 4 of the 4 " \
+           "keys: a shape that step 05 does not run at this head dim" in text

@@ -67,3 +67,17 @@ def test_a_drifted_header_fails_the_run(measured, tmp_path, capsys):
     source.write_text(text[:written.start(1)] + drifted + text[written.end(1):])
     assert csh.main([str(REPO / "results"), str(steps)]) == 1
     assert f"TFLOP/s: written {drifted}, JSON" in capsys.readouterr().out
+
+
+def test_the_tensor_core_over_fma_ratio_is_read_back(measured):
+    """'Xx the measured fp32 FMA rate' anywhere in the header is the GEMM ceiling over the
+    FMA ceiling (13.1 on the H200), not a datasheet ratio such as ~16 or 14.8."""
+    para = csh.measured_paragraph(HEADER.format(tflops="320", ratio="16"))
+    ok = csh.check_rates("04", "a dense bf16 GEMM runs at 13.1x the measured fp32 FMA rate",
+                         para, *measured)
+    assert [c.ok() for c in ok] == [True]
+    bad = csh.check_rates("04", "16x the measured fp32 FMA rate", para, *measured)
+    assert [c.ok() for c in bad] == [False]
+    text = (REPO / "steps" / "04_tensor_cores" / "step.cu").read_text()
+    assert csh.TC_FMA_RE.search(csh.header_text(text)), "step 04 states the ratio, checked"
+    assert "~16x the fp32" not in csh.header_text(text)
