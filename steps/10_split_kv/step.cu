@@ -31,7 +31,8 @@
 #include "flashsteps/params.h"
 #include "flashsteps/step.h"
 #include "flashsteps/tile.h"
-#include "splits.h"  // TileShape, SplitPlan: which tile and how many splits run a call
+#include "packing.h"  // unpack_row(), split_begin(): the two index maps, shared with the book's figures
+#include "splits.h"   // TileShape, SplitPlan: which tile and how many splits run a call
 
 namespace flashsteps::step10 {
 
@@ -127,22 +128,22 @@ __global__ void __launch_bounds__(Cfg::kThreads) split_kv_kernel(SplitParams<T> 
   // skipped, tiles up to the first row's are unmasked. Of the n_tiles left, this split takes
   // the contiguous range [tile_begin, tile_end); it may be empty (more splits than tiles).
   const std::int64_t last_r = (r0 + BLOCK_M < p.packed_rows ? r0 + BLOCK_M : p.packed_rows) - 1;
-  const std::int64_t last_i = i0 + (g0 + static_cast<int>(last_r - r0)) / G;
+  const std::int64_t last_i = unpack_row(i0, g0, static_cast<int>(last_r - r0), G).query_row;
   const std::int64_t n_tiles = (last_visible_key(p.mask, last_i, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N;
   const std::int64_t n_full_tiles = (last_visible_key(p.mask, i0, p.Nq, p.Nk) + 1) / BLOCK_N;
-  const std::int64_t tile_begin = div_nonneg(n_tiles * split, p.num_splits);
-  const std::int64_t tile_end = div_nonneg(n_tiles * (split + 1), p.num_splits);
+  const std::int64_t tile_begin = split_begin(n_tiles, split, p.num_splits);
+  const std::int64_t tile_end = split_begin(n_tiles, split + 1, p.num_splits);
   // [end:split_range]
 
   // [start:packed_q]
-  // Q: packed row r0 + r is query row (r0 + r) / G of head hk G + (r0 + r) % G. No constant
-  // row stride, so each 16-byte copy finds its own row (once per block).
+  // Q: packed row r0 + r is query row (r0 + r) / G of head hk G + (r0 + r) % G (unpack_row()).
+  // No constant row stride, so each 16-byte copy finds its own row (once per block).
 #pragma unroll
   for (int e = threadIdx.x; e < BLOCK_M * kChunksPerRow; e += Cfg::kThreads) {
     const int r = e / kChunksPerRow, c = (e % kChunksPerRow) * tile::kChunk;
     const bool in_bounds = r0 + r < p.packed_rows && c < p.D;
-    const int gr = g0 + r;
-    const T* src = in_bounds ? p.q + row_offset(p.q_stride, b, hk * G + gr % G, i0 + gr / G) + c : p.q;
+    const PackedRow q_row = unpack_row(i0, g0, r, G);
+    const T* src = in_bounds ? p.q + row_offset(p.q_stride, b, hk * G + q_row.head, q_row.query_row) + c : p.q;
     tile::copy_16B_async(Q_smem + r * PITCH + c, src, in_bounds);
   }
   // [end:packed_q]
@@ -178,7 +179,7 @@ __global__ void __launch_bounds__(Cfg::kThreads) split_kv_kernel(SplitParams<T> 
       int last_col[kSlots];
 #pragma unroll
       for (int s = 0; s < kSlots; ++s) {
-        const std::int64_t i = i0 + (g0 + warp * WARP_M + SAcc::slot_row(s)) / G;
+        const std::int64_t i = unpack_row(i0, g0, warp * WARP_M + SAcc::slot_row(s), G).query_row;
         const std::int64_t last = last_visible_key(p.mask, i, p.Nq, p.Nk) - n0;
         last_col[s] = static_cast<int>(last < -1 ? -1 : last > BLOCK_N ? BLOCK_N : last);
       }
@@ -251,18 +252,18 @@ __global__ void __launch_bounds__(Cfg::kThreads) split_kv_kernel(SplitParams<T> 
   T* o_stage = Q_smem + warp * WARP_M * PITCH;
   o_acc.for_each([&](int s, int row, int col, float x) {
     o_stage[row * PITCH + col] = vendor::from_float<T>(x * inv_l[s]);
-    const int gr = g0 + warp * WARP_M + row;
+    const PackedRow out = unpack_row(i0, g0, warp * WARP_M + row, G);
     if (col == 0 && p.lse != nullptr && row0 + row < p.packed_rows)
-      p.lse[((b * p.Hkv + hk) * G + gr % G) * p.Nq + i0 + gr / G] = lse[s];
+      p.lse[((b * p.Hkv + hk) * G + out.head) * p.Nq + out.query_row] = lse[s];
   });
   __syncthreads();  // the staged rows are visible to every lane of the warp
   const int lane = threadIdx.x % vendor::kWarpSize;
 #pragma unroll
   for (int e = lane; e < WARP_M * kChunksPerRow; e += vendor::kWarpSize) {
     const int r = e / kChunksPerRow, c = (e % kChunksPerRow) * tile::kChunk;
-    const int gr = g0 + warp * WARP_M + r;
+    const PackedRow out = unpack_row(i0, g0, warp * WARP_M + r, G);
     if (row0 + r < p.packed_rows && c < p.D)
-      *reinterpret_cast<uint4*>(p.o + row_offset(p.o_stride, b, hk * G + gr % G, i0 + gr / G) + c) =
+      *reinterpret_cast<uint4*>(p.o + row_offset(p.o_stride, b, hk * G + out.head, out.query_row) + c) =
           *reinterpret_cast<const uint4*>(o_stage + r * PITCH + c);
   }
 }
