@@ -7,18 +7,27 @@
 // float64 reference (its errors are reported as counters), and the binary exits non-zero if
 // any check fails. Inputs rotate over several copies when one set would sit in L2.
 //
-//   bench_stepNN [--results-dir DIR] [--quick] [--max-seqlen N] [--min-time S] [--benchmark_* flags]
+//   bench_stepNN [--results-dir DIR] [--set standard|decode|all] [--quick] [--max-seqlen N]
+//                [--min-time S] [--num-splits N] [--benchmark_* flags]
+//
+// --set decode times the decode set (decode_problems(): Nq = 1 against a K/V cache, and
+// chunked prefill) instead of the standard set; its names start with "decode/" and its
+// measure is GBps, the bytes of Q, K, V and O over the time (us_per_call beside it).
+// --num-splits N forces step 10's split count (it sets FLASHSTEPS_NUM_SPLITS; other steps
+// ignore it) and records it in the JSON context, for the split sweeps of chapter 10.
 #include <benchmark/benchmark.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
+#include <unistd.h>  // sysconf: the host memory the decode set's largest problems need
 #include <vector>
 
 #include "flashsteps/commit.h"
@@ -51,7 +60,7 @@ std::vector<std::int64_t> check_rows(const Problem& p) {
   if (p.batch * p.heads_q * p.seqlen_q * p.seqlen_k <= (1 << 22)) return {};
   const std::int64_t n = p.seqlen_q;
   // Row 0 sees a single key under a causal mask; the last row sees every key.
-  std::vector<std::int64_t> rows = {0, std::min<std::int64_t>(1, n - 1), n / 3, 2 * n / 3 + 1, n - 1};
+  std::vector<std::int64_t> rows = {0, std::min<std::int64_t>(1, n - 1), n / 3, std::min(2 * n / 3 + 1, n - 1), n - 1};
   std::sort(rows.begin(), rows.end());
   rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   return rows;
@@ -133,6 +142,7 @@ void run_benchmark(benchmark::State& state, const std::string& name, const std::
   const double tflops = attention_flops(a) / mean_s / 1e12;
   state.counters["TFLOPS"] = tflops;
   state.counters["GBps"] = attention_min_bytes(a) / mean_s / 1e9;
+  state.counters["us_per_call"] = mean_s * 1e6;
   if (g_device.peak_tc_tflops > 0) state.counters["pct_peak"] = 100.0 * tflops / g_device.peak_tc_tflops;
   state.counters["max_abs_err"] = prep.verdict.o.max_abs;
   state.counters["rel_fro_err"] = prep.verdict.o.rel_fro;
@@ -190,7 +200,15 @@ int main(int argc, char** argv) {
   app.add_option("--max-seqlen", max_seqlen, "skip standard problems longer than this");
   double min_time = 0.2;
   app.add_option("--min-time", min_time, "seconds of calls per repetition (3 repetitions, median reported)");
+  std::string set = "standard";
+  app.add_option("--set", set, "which problems: standard (the papers' set, the default), decode (Nq = 1 and chunked "
+                               "prefill; with --quick bf16 D = 128 only) or all")
+      ->check(CLI::IsMember({"standard", "decode", "all"}));
+  int num_splits = 0;
+  app.add_option("--num-splits", num_splits, "step 10: force this split count (sets FLASHSTEPS_NUM_SPLITS)")
+      ->check(CLI::Range(1, 256));
   CLI11_PARSE(app, argc, argv);
+  if (num_splits > 0) setenv("FLASHSTEPS_NUM_SPLITS", std::to_string(num_splits).c_str(), 1);
 
   if (vendor::device_count() == 0) {
     std::printf("No GPU found by the %s runtime: %s benchmark not run.\n", vendor::kName, step_id.c_str());
@@ -214,6 +232,8 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(bargc, cargs.data())) return 2;
   reference::Runtime reference_runtime;
   add_context(step_id);
+  benchmark::AddCustomContext("flashsteps_bench_set", set);
+  if (const char* forced = std::getenv("FLASHSTEPS_NUM_SPLITS")) benchmark::AddCustomContext("flashsteps_num_splits", forced);
 
   const int repetitions = 3;  // each of at least min_time seconds of calls; the median is reported
   auto configure = [&](benchmark::internal::Benchmark* b) {
@@ -221,8 +241,9 @@ int main(int argc, char** argv) {
         ->Repetitions(repetitions)->ReportAggregatesOnly(true);
   };
   const std::int64_t step_cap = step::info().bench_max_seqlen;
+  const bool standard_set = set != "decode", decode_set = set != "standard";
   for (DType dtype : {DType::f16, DType::bf16}) {
-    if (quick && dtype == DType::f16) continue;
+    if ((quick && dtype == DType::f16) || !standard_set) continue;
     for (const Problem& p : standard_problems(dtype)) {
       if (p.seqlen_q > max_seqlen || (quick && (p.head_dim != 128 || p.seqlen_q > 4096))) continue;
       const std::string name = std::string("attention/") + dtype_name(dtype) + "/hd" + std::to_string(p.head_dim) +
@@ -243,10 +264,40 @@ int main(int argc, char** argv) {
       }));
     }
   }
+  // The decode set. Its largest problems would need more host memory than the machine has for
+  // the float64 copies the reference reads (8 bytes per element beside the element itself):
+  // those are registered as skipped, with the reason.
+  const double host_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    if (!decode_set || (quick && dtype == DType::f16)) continue;
+    for (const Problem& p : decode_problems(dtype)) {
+      if (quick && p.head_dim != 128) continue;
+      const std::string name = decode_name(p);
+      const double elems = static_cast<double>(p.batch * p.head_dim) *
+                           static_cast<double>(2 * p.heads_q * p.seqlen_q + 2 * p.heads_kv * p.seqlen_k);
+      const double needed = elems * (8.0 + static_cast<double>(dtype_size(dtype)));
+      if (needed > 0.6 * host_bytes) {
+        char why[200];
+        std::snprintf(why, sizeof why, "host memory: its inputs and float64 copies need %.0f GB, over 60%% of the %.0f GB here",
+                      needed / 1e9, host_bytes / 1e9);
+        const std::string reason = why;
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+          s.SkipWithError(reason.c_str());
+          for (auto _ : s) {
+          }
+        })->Iterations(1);
+        continue;
+      }
+      const std::uint64_t seed = seed_from_name(name);
+      configure(benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+        run_benchmark(s, name, [=] { return make_random_inputs(p, seed); });
+      }));
+    }
+  }
   // Real activations: every layer and head of all-MiniLM-L6-v2 in one call (batch = layers).
   std::string fixture_path;
   try {
-    fixture_path = default_fixture_path();
+    if (standard_set) fixture_path = default_fixture_path();
   } catch (const InvalidArgument& e) {
     std::fprintf(stderr, "%s\n", e.what());
   }

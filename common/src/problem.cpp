@@ -204,4 +204,28 @@ std::vector<Problem> standard_problems(DType dtype) {
   return set;
 }
 
+std::vector<Problem> decode_problems(DType dtype) {
+  std::vector<Problem> set;
+  auto add = [&](std::int64_t D, std::int64_t Hkv, std::int64_t B, std::int64_t Nq, std::int64_t Nk, Mask mask) {
+    Problem p;
+    p.batch = B, p.heads_q = 32, p.heads_kv = Hkv, p.seqlen_q = Nq, p.seqlen_k = Nk, p.head_dim = D;
+    p.dtype = dtype, p.mask = mask, p.layout = Layout::bshd, p.with_lse = true;
+    set.push_back(p);
+  };
+  for (std::int64_t D : {128, 64})
+    for (std::int64_t Hkv : {8, 32}) {
+      for (std::int64_t B : {1, 8, 32})
+        for (std::int64_t Nk : {1024, 4096, 16384, 65536}) add(D, Hkv, B, 1, Nk, Mask::none);
+      add(D, Hkv, 1, 128, 8192, Mask::causal_bottom_right);  // chunked prefill
+    }
+  return set;
+}
+
+std::string decode_name(const Problem& p) {
+  std::ostringstream s;
+  s << "decode/" << dtype_name(p.dtype) << "/hd" << p.head_dim << "/b" << p.batch << "/hq" << p.heads_q << "/hkv"
+    << p.heads_kv << "/nq" << p.seqlen_q << "/nk" << p.seqlen_k << (p.mask == Mask::none ? "/full" : "/causal");
+  return s.str();
+}
+
 }  // namespace flashsteps

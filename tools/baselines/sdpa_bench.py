@@ -32,6 +32,17 @@ events, enqueued back to back (so Python's dispatch time is hidden behind the GP
 our benchmark waits for each call); TFLOPS comes from the median.  Q, K, V and O of a
 standard problem fill 256 MiB, several times an L2, so the inputs are not rotated as
 ours are.
+``--set decode`` times the decode set instead (``decode_problems()`` of problem.h, what
+``bench_stepNN --set decode`` times): Nq = 1 against a K/V cache of Nk = 1024 ... 65536 keys,
+B = 1, 8 and 32, Hq = 32 with Hkv = 8 (GQA, passed with ``enable_gqa=True``) and Hkv = 32,
+D = 128 and 64, and chunked prefill (Nq = 128, Nk = 8192, causal bottom-right, passed as
+``torch.nn.attention.bias.causal_lower_right``). Its inputs are drawn in the dtype directly
+(the largest K/V caches would not fit twice in float32), its reference runs one batch at a
+time, and its entries add ``us_per_call``: GBps, the bytes of Q, K, V and O over the time, is
+the measure there.
+
+    python3 tools/baselines/sdpa_bench.py --set decode --results-dir results-decode
+
 A backend that cannot run a problem (dtype, head size, GPU, PyTorch build) gets an
 entry with ``error_occurred`` and PyTorch's reasons, like a skipped step benchmark.
 
@@ -150,6 +161,54 @@ def standard_problems(dtypes: Iterable[str] = DTYPES, head_dims: Iterable[int] =
     return out
 
 
+@dataclass(frozen=True)
+class DecodeProblem:
+    """One problem of the decode set (decode_problems() of problem.h): Hq = 32, BSHD."""
+
+    dtype: str
+    head_dim: int
+    batch: int
+    heads_kv: int
+    seqlen_q: int
+    seqlen_k: int
+    causal: bool  # bottom-right: key j is visible to query i when j <= i + Nk - Nq
+    heads: int = 32
+
+    @property
+    def name(self) -> str:
+        """The benchmark name bench_stepNN gives the same problem (decode_name())."""
+        return (f"decode/{self.dtype}/hd{self.head_dim}/b{self.batch}/hq{self.heads}/"
+                f"hkv{self.heads_kv}/nq{self.seqlen_q}/nk{self.seqlen_k}/"
+                f"{'causal' if self.causal else 'full'}")
+
+    @property
+    def seqlen(self) -> int:
+        return self.seqlen_q
+
+    @property
+    def elem_bytes(self) -> int:
+        return 2
+
+
+DECODE_BATCHES = (1, 8, 32)
+DECODE_KEYS = (1024, 4096, 16384, 65536)
+
+
+def decode_problems(dtypes: Iterable[str] = DTYPES, head_dims: Iterable[int] = (128, 64),
+                    name_filter: str | None = None) -> list[DecodeProblem]:
+    """The decode set in the order bench_stepNN --set decode runs it: dtype, D (128 first),
+    Hkv (8, 32), then B and Nk at Nq = 1, then chunked prefill."""
+    out = []
+    for dtype in dtypes:
+        for d in head_dims:
+            for hkv in (8, 32):
+                ps = [DecodeProblem(dtype, d, b, hkv, 1, nk, False)
+                      for b in DECODE_BATCHES for nk in DECODE_KEYS]
+                ps.append(DecodeProblem(dtype, d, 1, hkv, 128, 8192, True))
+                out += [p for p in ps if not name_filter or name_filter in p.name]
+    return out
+
+
 def seed_from_name(text: str) -> int:
     """The seed of a benchmark name: seed_from_name() of common/src/problem.cpp, bit for
     bit (FNV-1a over the UTF-8 bytes, with that function's start value)."""
@@ -164,8 +223,18 @@ def visible_pairs(seqlen: int, causal: bool) -> int:
     return seqlen * (seqlen + 1) // 2 if causal else seqlen * seqlen
 
 
-def flops(p: Problem) -> float:
+def visible_pairs_bottom_right(seqlen_q: int, seqlen_k: int) -> int:
+    """(query, key) pairs visible under the bottom-right causal mask: row i sees keys
+    0 .. i + Nk - Nq (at most Nk of them)."""
+    return sum(min(seqlen_k, max(0, i + seqlen_k - seqlen_q + 1)) for i in range(seqlen_q))
+
+
+def flops(p: Problem | DecodeProblem) -> float:
     """4 * B * Hq * D * visible pairs, as attention_flops() (common/src/attention.cpp)."""
+    if isinstance(p, DecodeProblem):
+        pairs = (visible_pairs_bottom_right(p.seqlen_q, p.seqlen_k) if p.causal
+                 else p.seqlen_q * p.seqlen_k)
+        return 4.0 * p.batch * p.heads * p.head_dim * pairs
     return 4.0 * p.batch * p.heads * p.head_dim * visible_pairs(p.seqlen, p.causal)
 
 
@@ -173,6 +242,9 @@ def min_bytes(p: Problem) -> float:
     """Q, K, V read and O written once, plus the fp32 LSE, as attention_min_bytes() with
     the LSE our benchmark requests. SDPA does not hand its LSE back; counting it anyway
     keeps GBps proportional to TFLOPS across our files and these."""
+    if isinstance(p, DecodeProblem):
+        elems = p.batch * p.head_dim * (2 * p.heads * p.seqlen_q + 2 * p.heads_kv * p.seqlen_k)
+        return p.elem_bytes * float(elems) + 4.0 * p.batch * p.heads * p.seqlen_q
     elems = p.batch * p.heads * p.seqlen * p.head_dim
     return p.elem_bytes * 4.0 * elems + 4.0 * p.batch * p.heads * p.seqlen
 
@@ -207,7 +279,11 @@ def peak_tflops(arch: str, units: int, max_clock_mhz: float) -> float:
 
 # ----------------------------------------------------------------------------- JSON
 
-def shape_counters(p: Problem) -> dict[str, float]:
+def shape_counters(p: Problem | DecodeProblem) -> dict[str, float]:
+    if isinstance(p, DecodeProblem):
+        return {"batch": float(p.batch), "heads_q": float(p.heads), "heads_kv": float(p.heads_kv),
+                "seqlen_q": float(p.seqlen_q), "seqlen_k": float(p.seqlen_k),
+                "head_dim": float(p.head_dim), "causal": float(p.causal)}
     return {"batch": float(p.batch), "heads_q": float(p.heads), "heads_kv": float(p.heads),
             "seqlen_q": float(p.seqlen), "seqlen_k": float(p.seqlen),
             "head_dim": float(p.head_dim), "causal": float(p.causal)}
@@ -233,6 +309,8 @@ def entries_for(p: Problem, times_ms: list[float], errors: dict[str, float] | No
     def throughput(ms: float) -> dict[str, float]:
         tf = flops(p) / (ms / 1e3) / 1e12
         out = {"TFLOPS": tf, "GBps": min_bytes(p) / (ms / 1e3) / 1e9}
+        if isinstance(p, DecodeProblem):
+            out["us_per_call"] = ms * 1e3
         if peak > 0:
             out["pct_peak"] = 100.0 * tf / peak
         return {**out, **(errors or {}), **shape_counters(p)}
@@ -309,6 +387,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="PyTorch is needed only to measure; see the module docstring.")
+    ap.add_argument("--set", choices=("standard", "decode"), default="standard",
+                    help="standard (the papers' set, default) or decode (Nq = 1 and chunked "
+                         "prefill; --seqlen and --causal do not apply)")
     ap.add_argument("--dtype", nargs="+", default=list(DTYPES), choices=DTYPES)
     ap.add_argument("--head-dim", nargs="+", type=int, default=list(HEAD_DIMS), choices=HEAD_DIMS)
     ap.add_argument("--seqlen", nargs="+", type=int, default=list(SEQLENS),
@@ -337,7 +418,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def selected_problems(args: argparse.Namespace) -> list[Problem]:
+def selected_problems(args: argparse.Namespace) -> list[Problem] | list[DecodeProblem]:
+    if args.set == "decode":
+        dtypes = [d for d in DTYPES if d in args.dtype]
+        return decode_problems(dtypes, sorted(set(args.head_dim), reverse=True), args.filter)
     causal = [c == "on" for c in ("off", "on") if c in args.causal]
     dtypes = [d for d in DTYPES if d in args.dtype]
     return standard_problems(dtypes, sorted(set(args.head_dim)), sorted(set(args.seqlen)),
@@ -461,6 +545,17 @@ def make_inputs(torch, p: Problem, layout: str):
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[p.dtype]
     gen = torch.Generator(device="cuda")
     gen.manual_seed(seed_from_name(p.name) & 0x7FFFFFFFFFFFFFFF)
+    if isinstance(p, DecodeProblem):  # drawn in the dtype: the largest caches are tens of GB
+        out = []
+        for heads, n, offset in ((p.heads, p.seqlen_q, 0.0), (p.heads_kv, p.seqlen_k, 0.0),
+                                 (p.heads_kv, p.seqlen_k, 0.5)):
+            shape = (p.batch, n, heads, p.head_dim) if layout == "bshd" else \
+                (p.batch, heads, n, p.head_dim)
+            t = torch.randn(shape, device="cuda", dtype=dtype, generator=gen)
+            if offset:
+                t.add_(offset)
+            out.append(t.transpose(1, 2) if layout == "bshd" else t)
+        return out
     shape = (p.batch, p.seqlen, p.heads, p.head_dim) if layout == "bshd" else \
         (p.batch, p.heads, p.seqlen, p.head_dim)
     out = []
@@ -472,13 +567,26 @@ def make_inputs(torch, p: Problem, layout: str):
 
 
 def reference_rows(torch, q, k, v, causal: bool, rows: list[int]):
-    """float64 attention output at query ``rows`` of every (batch, head): [B, H, r, D]."""
+    """float64 attention output at query ``rows`` of every (batch, head): [B, H, r, D].
+    GQA (fewer K/V heads): query head h reads K/V head h / (Hq / Hkv). Causal is the
+    bottom-right mask (the same as top-left when Nq = Nk). One batch at a time."""
+    if k.shape[1] != q.shape[1] or k.shape[2] != q.shape[2] or q.shape[0] > 1:
+        outs = []
+        for b in range(q.shape[0]):
+            kb = k[b:b + 1].repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+            vb = v[b:b + 1].repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+            outs.append(_reference_rows_mha(torch, q[b:b + 1], kb, vb, causal, rows))
+        return torch.cat(outs, dim=0)
+    return _reference_rows_mha(torch, q, k, v, causal, rows)
+
+
+def _reference_rows_mha(torch, q, k, v, causal: bool, rows: list[int]):
     idx = torch.tensor(rows, device=q.device)
     qr = q.index_select(2, idx).double()
     s = torch.matmul(qr, k.double().transpose(-1, -2)) / math.sqrt(q.shape[-1])
-    if causal:  # key j is visible to query i when j <= i (Nq = Nk: both corners agree)
+    if causal:  # key j is visible to query i when j <= i + Nk - Nq (bottom-right)
         keys = torch.arange(k.shape[2], device=q.device)
-        s = s.masked_fill(keys[None, :] > idx[:, None], float("-inf"))
+        s = s.masked_fill(keys[None, :] > idx[:, None] + (k.shape[2] - q.shape[2]), float("-inf"))
     return torch.matmul(torch.softmax(s, dim=-1), v.double())
 
 
@@ -500,9 +608,25 @@ def error_counters(torch, out, ref, rows: list[int]) -> dict[str, float]:
 def run_backend(torch, backend: Backend, q, k, v, causal: bool, warmup: int, reps: int):
     """One checked call, ``warmup`` calls, then ``reps`` timed calls. Returns (first output,
     times in ms). Raises Unavailable when SDPA refuses the backend for these inputs."""
-    sdpa = torch.nn.functional.scaled_dot_product_attention
+    base_sdpa = torch.nn.functional.scaled_dot_product_attention
     # is_causal=True is SDPA's top-left causal mask; for Nq = Nk it is the same as the
-    # bottom-right mask of the standard set (Mask::causal_bottom_right).
+    # bottom-right mask of the standard set (Mask::causal_bottom_right). Nq < Nk (chunked
+    # prefill) passes the bottom-right mask itself; fewer K/V heads than query heads, GQA.
+    extra: dict[str, Any] = {}
+    if k.shape[1] != q.shape[1]:
+        extra["enable_gqa"] = True
+    if causal and q.shape[2] != k.shape[2]:
+        try:
+            from torch.nn.attention.bias import causal_lower_right
+        except ImportError:
+            raise Unavailable(f"PyTorch {torch.__version__} has no causal_lower_right "
+                              "(the bottom-right causal mask)") from None
+        extra["attn_mask"] = causal_lower_right(q.shape[2], k.shape[2])
+        causal = False
+
+    def sdpa(q, k, v, is_causal):
+        return base_sdpa(q, k, v, is_causal=is_causal, **extra)
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -578,7 +702,9 @@ def main(argv: list[str] | None = None) -> int:
     paths = {b.key: out_dir / b.filename for b in backends} if out_dir else {}
 
     print(f"PyTorch {torch.__version__} on {device['gpu_name']} ({device['gpu_arch']}, "
-          f"{device['runtime_version']}); TFLOPS, median of {args.reps}; layout {args.layout}")
+          f"{device['runtime_version']}); "
+          f"{'TB/s (Q, K, V, O bytes over time)' if args.set == 'decode' else 'TFLOPS'}, "
+          f"median of {args.reps}; layout {args.layout}")
     width = max(len(p.name) for p in problems)
     print(f"{'benchmark':<{width}}" + "".join(f"  {b.key:>14}" for b in backends))
     notes: list[str] = []
@@ -592,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
                 entries[b.key].append(skipped_entry(p, msg))
             print(f"{p.name:<{width}}  {msg}")
             continue
-        rows = check_rows(p.seqlen)
+        rows = check_rows(p.seqlen)  # the query rows (Nq)
         ref = None
         if not args.no_check:
             try:
@@ -621,7 +747,8 @@ def main(argv: list[str] | None = None) -> int:
             del out
             new = entries_for(p, times, errors, peak)
             entries[b.key].extend(new)
-            cells.append(fmt_cell(new[1]["TFLOPS"], mark).rjust(14))
+            shown = new[1]["GBps"] / 1e3 if isinstance(p, DecodeProblem) else new[1]["TFLOPS"]
+            cells.append(fmt_cell(shown, mark).rjust(14))
         print(f"{p.name:<{width}}" + "".join(f"  {c}" for c in cells), flush=True)
         del q, k, v, ref
         for b in backends:  # after every problem, so a run cut short keeps what it measured

@@ -4,7 +4,10 @@
     python3 tools/results/bench_summary.py build/step01.json build/step02.json
 
 Rows are benchmark names, columns are the given files (one step run each,
-sorted numbered steps first, then baselines), cells are median TFLOPS.  The
+sorted numbered steps first, then baselines), cells are median TFLOPS; on the
+rows of the decode set (``decode/...``, ``bench_stepNN --set decode``) they are
+the time per call and the effective bandwidth instead (bytes of Q, K, V and O
+over the time: at Nq = 1 attention is a streaming read of K and V).  The
 last column is the largest ``rel_fro_err`` of the row, the last row the
 largest per column.  "—" marks a skipped benchmark (reasons listed below the
 table), a blank cell one the file does not contain.  Device context follows,
@@ -37,6 +40,20 @@ def _max_err(recs) -> str:
     return f"{max(errs):.1e}" if errs else ""
 
 
+def _cell(rec) -> str:
+    """One cell: "" (not in the file), "—" (skipped), TFLOPS, or for the decode set
+    "<us> us <TB/s> TB/s"."""
+    if rec is None:
+        return ""
+    if rec.skipped:
+        return "—"
+    if rec.kind == "decode" and "GBps" in rec.counters:
+        us = rec.counters.get("us_per_call")
+        tbps = f"{rec.counters['GBps'] / 1e3:.2f} TB/s"
+        return f"{us:.1f} us {tbps}" if us is not None else tbps
+    return fr.fmt_tflops(rec.tflops)
+
+
 def summarize(paths: list[Path]) -> str:
     """The whole report as text."""
     loaded = [(fr.load_file(p), p) for p in paths]
@@ -50,8 +67,7 @@ def summarize(paths: list[Path]) -> str:
     rows = []
     for name in names:
         cells = [t.get(name) for t in tables]
-        rows.append([name, *("" if c is None else "—" if c.skipped else fr.fmt_tflops(c.tflops)
-                             for c in cells), _max_err(cells)])
+        rows.append([name, *(_cell(c) for c in cells), _max_err(cells)])
     rows.append(["max rel err", *(_max_err(recs) for recs in runs), ""])
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
 
@@ -61,7 +77,8 @@ def summarize(paths: list[Path]) -> str:
 
     out = [line(header), "  ".join("-" * w for w in widths), *map(line, rows[:-1]),
            "  ".join("-" * w for w in widths), line(rows[-1]), "",
-           "cells: median TFLOPS; — = skipped; blank = not in that file; "
+           "cells: median TFLOPS (decode/ rows: time per call and effective bandwidth, "
+           "bytes of Q, K, V, O over time); — = skipped; blank = not in that file; "
            "max rel err = largest rel_fro_err"]
     skipped = []
     for label, recs in zip(labels, runs):

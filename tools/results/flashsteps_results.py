@@ -80,6 +80,8 @@ CEILING_FILES = {
 CEILING_KINDS = ("bandwidth", "fp32_fma", "bf16_gemm")
 
 _ATTN_RE = re.compile(r"^attention/(fp16|bf16|fp32)/hd(\d+)/n(\d+)/(full|causal)$")
+# The decode set (decode_problems() of problem.h): every size is in the name.
+_DECODE_RE = re.compile(r"^decode/(fp16|bf16|fp32)/hd(\d+)/b(\d+)/hq(\d+)/hkv(\d+)/nq(\d+)/nk(\d+)/(full|causal)$")
 _FIXTURE_RE = re.compile(r"^[A-Za-z0-9_.-]+/(fp16|bf16|fp32)/[A-Za-z0-9_.-]+$")
 # Suffixes Google Benchmark may append to a run name (repetitions set in code...).
 _GB_SUFFIX_RE = re.compile(
@@ -150,7 +152,9 @@ def step_label(step: str, step_name: str) -> str:
 def parse_name(name: str) -> dict[str, Any]:
     """Split a benchmark name into kind/dtype/head_dim/seqlen/mask.
 
-    ``attention/bf16/hd128/n4096/causal`` gives every field; a fixture such as
+    ``attention/bf16/hd128/n4096/causal`` gives every field; a decode-set name such as
+    ``decode/bf16/hd128/b8/hq32/hkv8/nq1/nk4096/full`` gives kind "decode" and seqlen = Nk
+    (decode_sizes() gives the rest); a fixture such as
     ``minilm/fp16/layers6`` gives its kind and dtype only.  Returns {} when the
     name follows neither pattern.
     """
@@ -158,11 +162,24 @@ def parse_name(name: str) -> dict[str, Any]:
     if m:
         return {"kind": "attention", "dtype": m[1], "head_dim": int(m[2]),
                 "seqlen": int(m[3]), "mask": m[4]}
+    m = _DECODE_RE.match(name)
+    if m:
+        return {"kind": "decode", "dtype": m[1], "head_dim": int(m[2]), "seqlen": int(m[7]),
+                "mask": m[8]}
     m = _FIXTURE_RE.match(name)
     if m:
         return {"kind": name.split("/")[0], "dtype": m[1], "head_dim": None,
                 "seqlen": None, "mask": None}
     return {}
+
+
+def decode_sizes(name: str) -> dict[str, int] | None:
+    """batch, heads_q, heads_kv, seqlen_q, seqlen_k of a decode-set name, else None."""
+    m = _DECODE_RE.match(name)
+    if not m:
+        return None
+    return {"batch": int(m[3]), "heads_q": int(m[4]), "heads_kv": int(m[5]),
+            "seqlen_q": int(m[6]), "seqlen_k": int(m[7])}
 
 
 def base_name(entry: dict) -> str:
@@ -230,10 +247,14 @@ def _median_counters(path: Path, where: str, entries: list[dict]) -> dict[str, f
 
 def _check_shape(path: Path, where: str, fields: dict, counters: dict) -> None:
     """Counters that restate the name (head_dim, seqlen, causal) must agree with it."""
-    if fields["kind"] != "attention":
+    if fields["kind"] == "decode":
+        expect = {"head_dim": fields["head_dim"], "causal": int(fields["mask"] == "causal"),
+                  **decode_sizes(fields["name"])}
+    elif fields["kind"] != "attention":
         return
-    expect = {"head_dim": fields["head_dim"], "seqlen_q": fields["seqlen"],
-              "seqlen_k": fields["seqlen"], "causal": int(fields["mask"] == "causal")}
+    else:
+        expect = {"head_dim": fields["head_dim"], "seqlen_q": fields["seqlen"],
+                  "seqlen_k": fields["seqlen"], "causal": int(fields["mask"] == "causal")}
     for key, want in expect.items():
         if key in counters and counters[key] != want:
             raise ResultsError(path, f"{where}.{key}",
@@ -265,7 +286,8 @@ def load_file(path: Path | str, gpu: str | None = None) -> list[Record]:
         fields = parse_name(name)
         if not fields:
             raise ResultsError(path, f"{where}.name",
-                               "expected attention/<dtype>/hd<D>/n<N>/<full|causal> "
+                               "expected attention/<dtype>/hd<D>/n<N>/<full|causal>, "
+                               "decode/<dtype>/hd<D>/b<B>/hq<Hq>/hkv<Hkv>/nq<Nq>/nk<Nk>/<full|causal> "
                                "or <fixture>/<dtype>/<variant>")
         ok = [e for e in entries if _entry_error(e) is None]
         error = None if ok else _entry_error(entries[0])
@@ -275,7 +297,7 @@ def load_file(path: Path | str, gpu: str | None = None) -> list[Record]:
             if tf is None or not math.isfinite(tf):
                 raise ResultsError(path, f"{where}.TFLOPS", "missing or not finite "
                                    "(skipped benchmarks must set error_occurred)")
-            _check_shape(path, where, fields, counters)
+            _check_shape(path, where, {**fields, "name": name}, counters)
         records.append(Record(gpu=gpu, vendor=ctx["gpu_vendor"], step=ctx["flashsteps_step"],
                               step_name=ctx["flashsteps_step_name"], name=name,
                               counters=counters, error=error, context=dict(ctx),
@@ -329,10 +351,15 @@ def fmt_tflops(value: float) -> str:
 
 
 def name_sort_key(name: str) -> tuple:
-    """Attention benchmarks by dtype, head_dim, seqlen, mask; then fixtures by name."""
+    """Attention benchmarks by dtype, head_dim, seqlen, mask; then the decode set by dtype,
+    head_dim, Hkv, Nq, B, Nk; then fixtures by name."""
     f = parse_name(name)
+    if f.get("kind") == "decode":
+        z = decode_sizes(name)
+        return (1, ("fp16", "bf16", "fp32").index(f["dtype"]), -f["head_dim"], z["heads_kv"],
+                z["seqlen_q"], z["batch"], z["seqlen_k"])
     if f.get("kind") != "attention":
-        return (1, name)
+        return (2, name)
     return (0, ("fp16", "bf16", "fp32").index(f["dtype"]), f["head_dim"], f["seqlen"],
             f["mask"] == "causal")
 

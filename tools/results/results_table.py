@@ -58,7 +58,7 @@ def gpu_table(records: list[fr.Record], dtype: str, head_dims: list[int],
     by_key = {(r.step, r.name): r for r in records}
     columns = [(f"attention/{dtype}/hd{d}/n{seqlen}/{m}", f"{dtype} D={d} {m}")
                for d in head_dims for m in masks]
-    fixtures = sorted({r.name for r in records if r.kind != "attention"})
+    fixtures = sorted({r.name for r in records if r.kind not in ("attention", "decode")})
     columns += [(name, name) for name in fixtures]
 
     notes: list[str] = []
@@ -165,7 +165,7 @@ def step_gpu_table(records: list[fr.Record], step: str, versus: str | None, dtyp
             lines.append(f"| {n} | " + " | ".join(cells) + " |")
     else:
         lines.append(f"No {dtype} attention benchmarks.")
-    fixtures = sorted(x for x, r in mine.items() if r.kind != "attention")
+    fixtures = sorted(x for x, r in mine.items() if r.kind not in ("attention", "decode"))
     if fixtures:
         lines += ["", "| Fixture | TFLOPS |", "|:--|--:|"]
         lines += [f"| `{x}` | {_speedup_cell(mine[x], ref.get(x), notes)} |" for x in fixtures]

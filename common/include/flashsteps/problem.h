@@ -115,4 +115,16 @@ float read_element(const void* buffer, const Placement& pl, DType dtype, std::in
 /// N in {512, ..., 16384}, D in {64, 128}, causal off and on, for @p dtype.
 std::vector<Problem> standard_problems(DType dtype);
 
+/// The decode benchmark set (`bench_stepNN --set decode`), for @p dtype: one new token per
+/// sequence against a K/V cache, Nq = 1, B in {1, 8, 32}, Nk in {1024, 4096, 16384, 65536},
+/// Hq = 32 with Hkv = 8 (GQA) and Hkv = 32, D in {128, 64}, no mask; then chunked prefill,
+/// Nq = 128 new tokens against Nk = 8192, causal bottom-right, B = 1, the same heads and head
+/// dims. BSHD, with LSE. Its bytes (Q, K, V read, O written) over the time are the measure:
+/// at Nq = 1 attention is a streaming read of K and V.
+std::vector<Problem> decode_problems(DType dtype);
+
+/// The benchmark name of a decode-set problem, every size in it, e.g.
+/// "decode/bf16/hd128/b8/hq32/hkv8/nq1/nk4096/full" (".../causal" for chunked prefill).
+std::string decode_name(const Problem& p);
+
 }  // namespace flashsteps

@@ -277,3 +277,69 @@ def test_table_cli_baselines_flag(tree):
     assert "PyTorch SDPA cuDNN D=64 causal" in proc.stdout and "— [1]" in proc.stdout
     proc = run_tool("results_table.py", tree, "--baselines")
     assert proc.returncode == 2 and "--baselines goes with --step" in proc.stderr
+
+
+# --- the decode set --------------------------------------------------------------------
+
+def test_decode_problems_match_the_benchmark_set():
+    ps = sb.decode_problems()
+    assert len(ps) == 2 * 2 * 2 * (3 * 4 + 1)
+    assert ps[0].name == "decode/fp16/hd128/b1/hq32/hkv8/nq1/nk1024/full"
+    assert ps[12].name == "decode/fp16/hd128/b1/hq32/hkv8/nq128/nk8192/causal"  # chunked prefill
+    assert ps[-1].name == "decode/bf16/hd64/b1/hq32/hkv32/nq128/nk8192/causal"
+    for p in ps:
+        fields = fr.parse_name(p.name)  # the loader's pattern for decode_name()
+        assert (fields["kind"], fields["dtype"], fields["head_dim"], fields["seqlen"], fields["mask"]) == \
+            ("decode", p.dtype, p.head_dim, p.seqlen_k, "causal" if p.causal else "full")
+        assert fr.decode_sizes(p.name) == {"batch": p.batch, "heads_q": 32, "heads_kv": p.heads_kv,
+                                           "seqlen_q": p.seqlen_q, "seqlen_k": p.seqlen_k}
+    assert [p.name for p in sb.decode_problems(["bf16"], [128], "b8/hq32/hkv8/nq1/nk65536")] == [
+        "decode/bf16/hd128/b8/hq32/hkv8/nq1/nk65536/full"]
+
+
+def test_decode_flops_and_bytes():
+    assert sb.visible_pairs_bottom_right(2, 5) == 4 + 5
+    assert sb.visible_pairs_bottom_right(5, 2) == 0 + 0 + 0 + 1 + 2
+    p = sb.DecodeProblem("bf16", 128, 8, 8, 1, 65536, False)
+    assert sb.flops(p) == 4.0 * 8 * 32 * 128 * 65536
+    # K and V of B = 8, Hkv = 8, D = 128 in bf16: 1.07 GB at Nk = 32768 (the figure),
+    # 2.15 GB at 65536.
+    assert 2 * 2 * 8 * 8 * 32768 * 128 == 1_073_741_824
+    kv = 2 * 2 * 8 * 8 * 65536 * 128
+    assert sb.min_bytes(p) == kv + 2 * 2 * 8 * 32 * 128 + 4 * 8 * 32
+    prefill = sb.DecodeProblem("bf16", 128, 1, 8, 128, 8192, True)
+    assert sb.flops(prefill) == 4.0 * 32 * 128 * sum(8192 - 127 + i for i in range(128))
+
+
+def test_decode_entries_load_and_summarize(tmp_path):
+    problems = sb.decode_problems(["bf16"], [128])[:3]
+    entries = []
+    for p in problems:
+        entries += sb.entries_for(p, [0.2, 0.1, 0.3], {"max_abs_err": 1e-3, "rel_fro_err": 2e-4})
+    median = entries[1]
+    assert median["us_per_call"] == pytest.approx(200.0)
+    assert median["GBps"] == pytest.approx(sb.min_bytes(problems[0]) / 0.2e-3 / 1e9)
+    assert median["heads_kv"] == 8 and median["seqlen_q"] == 1 and median["seqlen_k"] == 1024
+    path = tmp_path / synth.GPU / "sdpa-cudnn.json"
+    sb.write_json(path, sb.document(sb.backend_context(sb.BACKENDS["cudnn"], DEVICE, {}), entries))
+    recs = fr.load_file(path)
+    assert [r.kind for r in recs] == ["decode"] * 3
+    proc = run_tool("bench_summary.py", path)
+    assert proc.returncode == 0, proc.stderr
+    first = problems[0]
+    tbps = sb.min_bytes(first) / 0.2e-3 / 1e12
+    assert f"200.0 us {tbps:.2f} TB/s" in proc.stdout
+    # A counter that contradicts the name is an error, as for the standard set.
+    bad = json.loads(path.read_text())
+    for e in bad["benchmarks"]:
+        if e.get("heads_kv") is not None:
+            e["heads_kv"] = 32.0
+    path.write_text(json.dumps(bad))
+    with pytest.raises(fr.ResultsError, match="heads_kv"):
+        fr.load_file(path)
+
+
+def test_parse_args_decode_set():
+    args = sb.parse_args(["--set", "decode", "--dtype", "bf16", "--head-dim", "128"])
+    names = [p.name for p in sb.selected_problems(args)]
+    assert len(names) == 2 * 13 and all(n.startswith("decode/bf16/hd128/") for n in names)

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file splits.h
+/// @brief Step 10's plan of a call: which tile runs it, how many splits of the keys, and how
+/// much workspace the splits need. Host code only, no device needed: the CPU tests check it.
+///
+/// A call of step 10 is cut into blocks of (batch b, KV head hk, packed-row tile, split s):
+///  - *packed GQA*: the G = Hq / Hkv query heads that read KV head hk are rows of one tile.
+///    Packed row r of (b, hk) is query row i = r / G of query head h = hk G + r % G, so a
+///    (b, hk) has G Nq packed rows, cut into tiles of BLOCK_M rows (TileShape::block_m);
+///  - *split-KV*: the key tiles a row tile sees (BLOCK_N keys each) are cut into num_splits
+///    contiguous ranges, one block each. A block writes its unnormalised output with its row
+///    max and row sum to the workspace, and a second kernel combines the splits (step.cu).
+/// One split writes O and LSE directly, with no workspace and no second kernel.
+///
+/// Sources: flash-decoding (Dao, Haziza, Massa, Sizov 2023, "Flash-Decoding for long-context
+/// inference", PyTorch blog): split the keys across blocks, combine by log-sum-exp; the
+/// online softmax and its rescaling (Dao 2023, "FlashAttention-2", Algorithm 1).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "flashsteps/attention.h"
+#include "flashsteps/vendor.h"
+
+namespace flashsteps::step10 {
+
+/// One tile shape of step 10's kernel: BLOCK_M packed rows per block, BLOCK_N keys per K/V
+/// tile, WARPS warps (wavefronts) of BLOCK_M / WARPS rows each, STAGES K/V buffers.
+struct TileShape {
+  int block_m;  ///< packed rows (query rows x heads of a group) per block
+  int block_n;  ///< keys per K/V tile
+  int warps;    ///< warps (NVIDIA) or wavefronts (AMD) per block
+  int stages;   ///< K/V shared-memory buffers of the copy pipeline
+};
+
+/// The decode tile, for G Nq <= 16 packed rows: one warp and one 16-row MMA tile, a K tile of
+/// 16 KiB at head dims 64 and 128 (8 KiB on AMD's 64 KiB of LDS) and three stages (two on AMD, whose copies are
+/// synchronous), so two blocks share an H200 SM with two 32 KiB K/V tiles in flight each.
+/// @p head_dim is a compiled head dim (kTensorCoreHeadDims).
+constexpr TileShape decode_tile(int head_dim) {
+#if FLASHSTEPS_VENDOR_HIP
+  return {16, head_dim <= 128 ? 32 : 16, 1, 2};
+#else
+  // 96 and 256: narrower K tiles keep the one warp within its registers (96's 12 copies per
+  // row do not divide the 32 lanes, so the copy addresses are not one running pointer).
+  return {16, head_dim <= 64 ? 128 : head_dim == 128 ? 64 : head_dim == 96 ? 32 : 16, 1, 3};
+#endif
+}
+
+/// The prefill tile, for more than 16 packed rows: step 05's shape with 16 rows per warp.
+constexpr TileShape prefill_tile(int head_dim) {
+#if FLASHSTEPS_VENDOR_HIP
+  return head_dim <= 128 ? TileShape{64, 32, 4, 2} : TileShape{32, 16, 2, 2};
+#else
+  return head_dim <= 128 ? TileShape{64, 64, 4, 2} : TileShape{64, 32, 4, 2};
+#endif
+}
+
+/// Shared memory of one block of @p tile at the compiled @p head_dim, in bytes: the Q tile and
+/// STAGES K and V tiles, 16-bit elements, rows padded by 16 bytes (tile::smem_pitch()).
+constexpr std::size_t tile_smem_bytes(const TileShape& tile, int head_dim) {
+  return static_cast<std::size_t>(tile.block_m + 2 * tile.stages * tile.block_n) * (head_dim + 8) * 2;
+}
+
+/// Blocks of @p tile that one SM (CU) holds at once, from its shared memory and threads (an
+/// estimate from the architecture's limits, not an occupancy query): 2 for the H200 decode tile.
+int resident_blocks_per_sm(const TileShape& tile, int head_dim);
+
+/// Largest number of splits: forced values above it are refused, the heuristic stays below.
+inline constexpr int kMaxSplits = 256;
+/// The heuristic gives every split at least this many K/V tiles (its prologue and the combine
+/// cost about one tile's time; a split of one tile would spend half its time on them).
+inline constexpr int kMinTilesPerSplit = 2;
+
+/// The split count the heuristic chooses for a grid of @p blocks_unsplit blocks (one per
+/// batch, KV head and row tile) whose rows see up to @p key_tiles K/V tiles, on a GPU of
+/// @p sm_count SMs each holding @p resident_per_sm blocks:
+///  - 1 when the unsplit grid already fills every SM (prefill-like shapes) or when there is
+///    no SM count (no device);
+///  - else the fewest splits whose grid fills the SMs at least once and ends its last wave at
+///    least 90 % full (waves / ceil(waves) >= 0.9), at most key_tiles / kMinTilesPerSplit
+///    and kMaxSplits; that cap itself when no count reaches one full wave.
+/// Example (H200, 132 SMs, 2 decode blocks each): B = 8, Hkv = 8, Nq = 1 (64 blocks) gives 8
+/// splits (512 blocks, 1.94 waves); B = 1 gives 33 (264 blocks, one wave).
+int choose_num_splits(std::int64_t blocks_unsplit, std::int64_t key_tiles, int sm_count, int resident_per_sm);
+
+/// Where a split count came from.
+enum class SplitSource {
+  heuristic,    ///< choose_num_splits()
+  environment,  ///< the environment variable FLASHSTEPS_NUM_SPLITS
+  forced,       ///< ScopedNumSplits (tests)
+};
+
+/// How one call is cut up (see the top of this file).
+struct SplitPlan {
+  TileShape tile{};              ///< decode_tile() or prefill_tile() of the padded head dim
+  int head_dim = 0;              ///< the compiled head dim the call runs at (padded_head_dim_tc())
+  std::int64_t batch_heads_kv = 0;  ///< B Hkv
+  std::int64_t group = 1;        ///< G = Hq / Hkv, query heads per KV head
+  std::int64_t packed_rows = 0;  ///< G Nq, rows of one (batch, KV head)
+  std::int64_t m_tiles = 0;      ///< ceil(packed_rows / BLOCK_M)
+  std::int64_t key_tiles = 0;    ///< ceil(Nk / BLOCK_N), what the last row sees unmasked
+  int num_splits = 1;            ///< split count: key ranges per row tile
+  SplitSource source = SplitSource::heuristic;  ///< where num_splits came from
+  /// Blocks of the split kernel: B Hkv m_tiles num_splits.
+  std::int64_t blocks() const;
+};
+
+/// The plan of @p args (validated, non-empty, head_dim <= 256) on a GPU of @p sm_count SMs:
+/// the tile by packed rows (<= 16: decode_tile()), then the split count: @p forced when it is
+/// positive, else FLASHSTEPS_NUM_SPLITS when set, else choose_num_splits(). A forced count is
+/// used as given, even above the number of key tiles (the splits past them are empty).
+/// @throws InvalidArgument naming FLASHSTEPS_NUM_SPLITS when it is set to anything but an
+///         integer from 1 to kMaxSplits
+SplitPlan plan_splits(const AttentionArgs& args, int sm_count, int forced = 0);
+
+/// plan_splits() on the current device (its SM count; 0 without a device) with the count
+/// forced by ScopedNumSplits, if any. What attention_forward() and workspace_bytes() use.
+SplitPlan plan_for_device(const AttentionArgs& args);
+
+/// Workspace bytes of @p num_splits splits of @p args: for num_splits > 1, float32 partial
+/// outputs `[num_splits][B Hq Nq][head_dim padded]` then row maxima and row sums
+/// `[num_splits][B Hq Nq]` each; 0 for one split.
+std::size_t workspace_bytes_for(const AttentionArgs& args, int num_splits);
+
+/// Forces the split count of every call in its scope (the tests' way to reach every count;
+/// programs use FLASHSTEPS_NUM_SPLITS). Not thread-safe; scopes nest.
+class ScopedNumSplits {
+ public:
+  /// @throws InvalidArgument naming num_splits unless 1 <= @p num_splits <= kMaxSplits
+  explicit ScopedNumSplits(int num_splits);
+  ~ScopedNumSplits();
+  ScopedNumSplits(const ScopedNumSplits&) = delete;
+  ScopedNumSplits& operator=(const ScopedNumSplits&) = delete;
+
+ private:
+  int previous_;
+};
+
+}  // namespace flashsteps::step10

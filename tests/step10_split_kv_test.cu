@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 10's own tests, linked into test_step10 beside the shared conformance suite.
+//  - Plan (CPU, no GPU needed): the split-count heuristic, the tile per packed-row count, the
+//    forced counts (ScopedNumSplits, FLASHSTEPS_NUM_SPLITS) and the workspace size.
+//  - SplitKv (GPU): decode and chunked-prefill shapes against the float64 reference at forced
+//    split counts from 1 to more than the key tiles (empty splits), GQA ratios 1, 4 and 8, both
+//    causal alignments with Nq < Nk (splits whose keys are all masked) and Nq > Nk (fully
+//    masked rows), every head-dim bucket, strides, no LSE and no keys at all.
+//  - SplitKvHugeLogits (GPU): the combine subtracts the maximum before it scales, at every
+//    split count (exact outputs at logits near 1e11).
+// The whole conformance suite runs at any split count too: FLASHSTEPS_NUM_SPLITS=3 ./test_step10.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flashsteps/dispatch.h"
+#include "flashsteps/harness.h"
+#include "flashsteps/reference.h"
+#include "flashsteps/step.h"
+#include "flashsteps/verify.h"
+#include "splits.h"
+#include "test_util.h"
+
+namespace flashsteps {
+namespace {
+
+using testing::make;
+
+const StepFns kStep10{&step10::attention_forward, &step10::workspace_bytes};
+const StepFns kStep01{&step01::attention_forward, &step01::workspace_bytes};
+
+// Args of @p p with fake, never dereferenced device pointers (validation and planning only).
+AttentionArgs fake_args(const Problem& p) {
+  const ProblemLayout layout = make_layout(p);
+  AttentionArgs a;
+  a.q = make_view(p, layout, 'q', reinterpret_cast<void*>(0x10000000));
+  a.k = make_view(p, layout, 'k', reinterpret_cast<void*>(0x20000000));
+  a.v = make_view(p, layout, 'v', reinterpret_cast<void*>(0x30000000));
+  a.o = make_view(p, layout, 'o', reinterpret_cast<void*>(0x40000000));
+  a.mask = p.mask;
+  return a;
+}
+
+// Sets an environment variable for one scope and restores what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    if (old != nullptr) old_ = old;
+    if (value != nullptr)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// ---------------------------------------------------------------------------- CPU: the plan
+
+TEST(Plan, OneSplitWhenTheUnsplitGridFillsTheGpu) {
+  EXPECT_EQ(step10::choose_num_splits(264, 1024, 132, 2), 1);
+  EXPECT_EQ(step10::choose_num_splits(100000, 1024, 132, 2), 1);
+  EXPECT_EQ(step10::choose_num_splits(64, 1024, 0, 2), 1) << "no device: no SM count, one split";
+  EXPECT_EQ(step10::choose_num_splits(0, 1024, 132, 2), 1);
+}
+
+TEST(Plan, DecodeSplitCountsOnAnH200) {
+  // 132 SMs holding 2 decode blocks each: 264 blocks per wave.
+  EXPECT_EQ(step10::choose_num_splits(64, 1024, 132, 2), 8);   // B = 8, Hkv = 8: 512 blocks, 1.94 waves
+  EXPECT_EQ(step10::choose_num_splits(8, 1024, 132, 2), 33);   // B = 1: exactly one wave
+  EXPECT_EQ(step10::choose_num_splits(256, 1024, 132, 2), 2);  // B = 32: 512 blocks
+  // Short keys cap the count at kMinTilesPerSplit tiles per split.
+  EXPECT_EQ(step10::choose_num_splits(8, 64, 132, 2), 64 / step10::kMinTilesPerSplit);
+  EXPECT_EQ(step10::choose_num_splits(8, 3, 132, 2), 1);
+  // Never above kMaxSplits.
+  EXPECT_LE(step10::choose_num_splits(1, 1 << 20, 1000, 4), step10::kMaxSplits);
+}
+
+TEST(Plan, EveryChoiceIsWithinItsBounds) {
+  for (std::int64_t blocks : {1, 3, 8, 17, 64, 100, 263})
+    for (std::int64_t tiles : {0, 1, 2, 5, 16, 100, 1024, 100000})
+      for (int sms : {1, 80, 132, 304})
+        for (int resident : {1, 2, 3}) {
+          const int s = step10::choose_num_splits(blocks, tiles, sms, resident);
+          EXPECT_GE(s, 1);
+          EXPECT_LE(s, std::max<std::int64_t>(1, std::min<std::int64_t>(tiles / step10::kMinTilesPerSplit,
+                                                                          step10::kMaxSplits)));
+        }
+}
+
+TEST(Plan, TileFollowsThePackedRows) {
+  // Hq = 32, Hkv = 8: G = 4. Decode (Nq = 1): 4 packed rows, the 16-row decode tile.
+  Problem p = make(1, 32, 8, 1, 8192, 128, DType::bf16, Mask::none, Layout::bshd);
+  step10::SplitPlan plan = step10::plan_splits(fake_args(p), 132, 0);
+  EXPECT_EQ(plan.group, 4);
+  EXPECT_EQ(plan.packed_rows, 4);
+  EXPECT_EQ(plan.tile.block_m, step10::decode_tile(128).block_m);
+  EXPECT_EQ(plan.m_tiles, 1);
+  EXPECT_EQ(plan.key_tiles, (8192 + plan.tile.block_n - 1) / plan.tile.block_n);
+  EXPECT_EQ(plan.batch_heads_kv, 8);
+  // Chunked prefill (Nq = 128): 512 packed rows, the prefill tile.
+  p.seqlen_q = 128, p.mask = Mask::causal_bottom_right;
+  plan = step10::plan_splits(fake_args(p), 132, 0);
+  EXPECT_EQ(plan.packed_rows, 512);
+  EXPECT_EQ(plan.tile.block_m, step10::prefill_tile(128).block_m);
+  EXPECT_EQ(plan.m_tiles, 512 / plan.tile.block_m);
+  EXPECT_EQ(plan.blocks(), 8 * plan.m_tiles * plan.num_splits);
+  // D = 80 runs at the padded head dim 96.
+  p.head_dim = 80;
+  EXPECT_EQ(step10::plan_splits(fake_args(p), 132, 0).head_dim, 96);
+}
+
+TEST(Plan, ForcedAndEnvironmentCounts) {
+  const ScopedEnv clear("FLASHSTEPS_NUM_SPLITS", nullptr);
+  const AttentionArgs a = fake_args(make(2, 8, 2, 1, 1000, 64, DType::f16, Mask::none));
+  EXPECT_EQ(step10::plan_splits(a, 132, 0).source, step10::SplitSource::heuristic);
+  {
+    const ScopedEnv env("FLASHSTEPS_NUM_SPLITS", "5");
+    EXPECT_EQ(step10::plan_splits(a, 132, 0).num_splits, 5);
+    EXPECT_EQ(step10::plan_splits(a, 132, 0).source, step10::SplitSource::environment);
+    const step10::SplitPlan forced = step10::plan_splits(a, 132, 200);  // a forced count wins, even past the tiles
+    EXPECT_EQ(forced.num_splits, 200);
+    EXPECT_EQ(forced.source, step10::SplitSource::forced);
+  }
+  for (const char* bad : {"0", "-3", "abc", "7x", "257"}) {
+    const ScopedEnv env("FLASHSTEPS_NUM_SPLITS", bad);
+    try {
+      step10::plan_splits(a, 132, 0);
+      ADD_FAILURE() << "FLASHSTEPS_NUM_SPLITS=" << bad << " was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("FLASHSTEPS_NUM_SPLITS"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Plan, ScopedNumSplitsNestsAndRejectsOutOfRange) {
+  const ScopedEnv clear("FLASHSTEPS_NUM_SPLITS", nullptr);
+  const AttentionArgs a = fake_args(make(1, 4, 1, 1, 100, 64, DType::bf16, Mask::none));
+  {
+    const step10::ScopedNumSplits outer(3);
+    EXPECT_EQ(step10::plan_for_device(a).num_splits, 3);
+    {
+      const step10::ScopedNumSplits inner(9);
+      EXPECT_EQ(step10::plan_for_device(a).num_splits, 9);
+      EXPECT_EQ(step10::workspace_bytes(a), step10::workspace_bytes_for(a, 9));
+    }
+    EXPECT_EQ(step10::plan_for_device(a).num_splits, 3);
+  }
+  EXPECT_EQ(step10::plan_for_device(a).source, step10::SplitSource::heuristic);
+  for (int bad : {0, -1, step10::kMaxSplits + 1}) {
+    try {
+      const step10::ScopedNumSplits s(bad);
+      ADD_FAILURE() << "num_splits " << bad << " was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("num_splits"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Plan, WorkspaceBytes) {
+  const AttentionArgs a = fake_args(make(3, 8, 2, 5, 100, 80, DType::bf16, Mask::none));
+  EXPECT_EQ(step10::workspace_bytes_for(a, 1), 0u);
+  // 4 splits of B Hq Nq = 120 rows: the partial O at the padded head dim 96, then m and l.
+  EXPECT_EQ(step10::workspace_bytes_for(a, 4), std::size_t{4} * 120 * (96 + 2) * sizeof(float));
+  // 64-bit sizes: 256 splits of 2^22 rows of 256 columns is 2^40 bytes and more.
+  const AttentionArgs big = fake_args(make(1024, 64, 64, 64, 1, 256, DType::bf16, Mask::none));
+  EXPECT_EQ(step10::workspace_bytes_for(big, 256), std::size_t{256} * (1 << 22) * 258 * sizeof(float));
+}
+
+TEST(Plan, MissingWorkspaceIsRefusedBeforeAnyLaunch) {
+  // Fake pointers: the refusal comes before anything touches the device.
+  const AttentionArgs a = fake_args(make(1, 8, 2, 1, 1000, 64, DType::f16, Mask::none));
+  const step10::ScopedNumSplits forced(4);
+  try {
+    step10::attention_forward(a, nullptr);
+    ADD_FAILURE() << "ran 4 splits without a workspace";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("workspace"), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------------------- GPU: the matrix
+
+bool has_device() {
+  static const bool present = vendor::device_count() > 0;
+  return present;
+}
+#define REQUIRE_DEVICE() \
+  if (!has_device()) GTEST_SKIP() << "no GPU visible to the " << vendor::kName << " runtime"
+
+struct SplitCase {
+  Problem problem;
+  int splits;  // 0: the heuristic's count
+  std::string name() const { return (splits == 0 ? std::string("auto") : "s" + std::to_string(splits)) + "_" + problem.name(); }
+};
+
+std::vector<SplitCase> split_cases() {
+  std::vector<SplitCase> cases;
+  auto add = [&](const Problem& p, std::initializer_list<int> splits) {
+    for (int s : splits) cases.push_back({p, s});
+  };
+  // Decode: Nq = 1, Nk from 1 (one key) past several tiles, GQA ratios 1, 4 and 8; split
+  // counts past the key tiles leave splits empty.
+  int n = 0;
+  for (std::int64_t nk : {1, 2, 17, 64, 65, 300, 1025, 4100})
+    for (auto [hq, hkv] : std::vector<std::pair<int, int>>{{8, 8}, {8, 2}, {16, 2}})
+      add(make(2, hq, hkv, 1, nk, 128, n++ % 2 ? DType::f16 : DType::bf16, Mask::none, Layout::bshd), {0, 1, 2, 5, 64});
+  // Causal, Nq < Nk, both alignments: top-left hides most keys from every row (whole splits
+  // masked); bottom-right is chunked prefill. Nq > Nk: bottom-right masks whole rows.
+  for (auto [nq, nk] : std::vector<std::pair<int, int>>{{1, 100}, {3, 200}, {16, 1000}, {130, 700}, {50, 20}})
+    for (Mask m : {Mask::causal_bottom_right, Mask::causal_top_left})
+      add(make(2, 8, 2, nq, nk, 64, DType::bf16, m), {0, 1, 3, 40});
+  // Chunked prefill as the benchmark runs it (Nq = 128, bottom-right), at a test's size.
+  for (std::int64_t d : {64, 128})
+    add(make(1, 8, 2, 128, 1000, d, DType::f16, Mask::causal_bottom_right, Layout::bshd), {0, 1, 4, 13});
+  // Every head-dim bucket of the tensor-core steps, padded ones included.
+  for (std::int64_t d : {16, 32, 40, 64, 80, 96, 200, 256})
+    add(make(1, 8, 2, 1, 777, d, DType::bf16, Mask::none), {0, 1, 6});
+  // Strides: a packed QKV buffer (Hq = Hkv, Nq = Nk) and the BHSD layout.
+  add(make(2, 4, 4, 70, 70, 64, DType::f16, Mask::causal_bottom_right, Layout::packed_qkv), {1, 3});
+  add(make(2, 32, 8, 1, 2000, 128, DType::bf16, Mask::none, Layout::bhsd), {0, 7});
+  // Explicit scale, no LSE, no keys at all (every split empty: O = 0, LSE = -inf).
+  {
+    Problem p = make(2, 8, 2, 1, 500, 64, DType::bf16, Mask::none);
+    p.softmax_scale = 0.3f;
+    add(p, {1, 4});
+    p.with_lse = false;
+    add(p, {1, 4});
+  }
+  add(make(1, 8, 2, 3, 0, 64, DType::bf16, Mask::none), {1, 4});
+  // Many (batch, KV head) pairs with a few splits each, and MQA (G = 32: the prefill tile at Nq = 1).
+  add(make(64, 8, 2, 1, 300, 64, DType::f16, Mask::none, Layout::bshd), {0, 2});
+  add(make(2, 32, 1, 1, 3000, 128, DType::bf16, Mask::none, Layout::bshd), {0, 1, 9});
+  return cases;
+}
+
+class SplitKv : public ::testing::TestWithParam<SplitCase> {};
+
+TEST_P(SplitKv, MatchesFloat64Reference) {
+  REQUIRE_DEVICE();
+  const SplitCase& c = GetParam();
+  const Problem& p = c.problem;
+  const HostInputs in = make_random_inputs(p, seed_from_name(p.name()));
+  const reference::Result ref = reference::run(in);
+  DeviceCase device_case(in);
+  DeviceCase::Output out;
+  if (c.splits > 0) {
+    const step10::ScopedNumSplits forced(c.splits);
+    out = run_once(device_case, kStep10);
+  } else {
+    out = run_once(device_case, kStep10);
+  }
+  EXPECT_TRUE(out.guards_intact) << "a write landed outside a buffer";
+  EXPECT_EQ(out.unwritten, 0) << "output elements left unwritten (still NaN from the poison)";
+  const Verdict v = verify_output(p, ref.o, ref.lse, out.o, out.lse);
+  EXPECT_EQ(v.failure, "") << c.name();
+  const DeviceCase::Output base = run_once(device_case, kStep01);
+  const Verdict vb = verify_output(p, ref.o, ref.lse, base.o, base.lse);
+  EXPECT_EQ(check_against_baseline(v.o, vb.o, p.dtype), "") << c.name();
+}
+
+INSTANTIATE_TEST_SUITE_P(Matrix, SplitKv, ::testing::ValuesIn(split_cases()),
+                         [](const ::testing::TestParamInfo<SplitCase>& info) {
+                           return testing::test_name(info.param.name());
+                         });
+
+// ---------------------------------------------------------------------------- GPU: huge logits
+
+// bf16, Q = K = 133120 (exact), V[j, :] = j - 64 over 128 keys, GQA 4: every logit is
+// 133120^2 * 64 / 8 = 141767475200 and O = mean(V) = -0.5 in every row. Each split's maximum
+// is the same huge number, so a combine that scaled before subtracting (exp2(m_s * c - m * c))
+// would lose everything to the rounding of m * c; subtracting first gives weights of exactly 1.
+TEST(SplitKvHugeLogits, EqualLogits1e11AtEverySplitCount) {
+  REQUIRE_DEVICE();
+  const Problem p = make(1, 4, 1, 1, 128, 64, DType::bf16, Mask::none);
+  const HostInputs in = make_inputs(p, [&](int t, std::int64_t c) {
+    return t < 2 ? 133120.0f : static_cast<float>(c / p.head_dim % p.seqlen_k - 64);
+  });
+  DeviceCase device_case(in);
+  const double want_lse = 141767475200.0 + std::log(128.0);
+  const double lse_tol = std::max(kLseMaxAbs, (p.head_dim + 4) * std::ldexp(want_lse, -24));
+  for (int splits : {1, 2, 3, 8, 17}) {
+    const step10::ScopedNumSplits forced(splits);
+    const DeviceCase::Output out = run_once(device_case, kStep10);
+    for (std::size_t e = 0; e < out.o.size(); ++e)
+      ASSERT_NEAR(out.o[e], -0.5, tolerance(p.dtype).max_abs) << splits << " splits, O element " << e;
+    for (std::size_t r = 0; r < out.lse.size(); ++r)
+      ASSERT_NEAR(out.lse[r], want_lse, lse_tol) << splits << " splits, LSE row " << r;
+  }
+}
+
+// Integer scores times a scale of 1e8 (logits near 1e10), both masks: only the keys that tie
+// for the row maximum weigh, and they fall in different splits; against the reference.
+TEST(SplitKvHugeLogits, IntegerScoresHugeScaleAtEverySplitCount) {
+  REQUIRE_DEVICE();
+  for (Mask m : {Mask::none, Mask::causal_bottom_right, Mask::causal_top_left}) {
+    Problem p = make(2, 8, 2, 3, 300, 64, DType::bf16, m, Layout::bshd);
+    p.softmax_scale = 1e8f;
+    const HostInputs random = make_random_inputs(p, seed_from_name(p.name()));
+    const HostInputs in = make_inputs(p, [&](int tensor, std::int64_t c) {
+      const std::vector<double>& r = tensor == 0 ? random.q : tensor == 1 ? random.k : random.v;
+      const double x = r[static_cast<std::size_t>(c)];
+      return static_cast<float>(tensor < 2 ? std::round(2.0 * x) : x);
+    });
+    const reference::Result ref = reference::run(in);
+    DeviceCase device_case(in);
+    for (int splits : {1, 2, 5, 40}) {
+      const step10::ScopedNumSplits forced(splits);
+      const DeviceCase::Output out = run_once(device_case, kStep10);
+      Problem o_only = p;
+      o_only.with_lse = false;
+      EXPECT_EQ(verify_output(o_only, ref.o, ref.lse, out.o, out.lse).failure, "") << splits << " splits, " << p.name();
+      for (std::size_t i = 0; i < ref.lse.size(); ++i) {
+        const double tol = std::max(kLseMaxAbs, (p.head_dim + 4) * std::ldexp(std::fabs(ref.lse[i]), -24));
+        ASSERT_TRUE(ref.lse[i] == out.lse[i] || std::fabs(out.lse[i] - ref.lse[i]) <= tol)
+            << splits << " splits, " << p.name() << ": LSE[" << i << "] = " << out.lse[i] << ", reference " << ref.lse[i];
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace flashsteps
