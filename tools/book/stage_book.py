@@ -554,8 +554,10 @@ def measured_facts(repo: Path, results: Path, steps: list[Step] | None = None) -
     records, ceilings, _, points = load_measured(repo, results)
     try:  # a report that lacks what the facts read fails the build, naming the file
         profiles = facts.load_profiles(results)
+        fr = import_tools(repo)[0]
+        runs = fr.load_runs(results) if results.is_dir() else {}
         return facts.facts(records, ceilings, points, find_steps(repo, steps),
-                           load_tuning(repo, steps), profiles)
+                           load_tuning(repo, steps), profiles, runs)
     except facts.ProfileError as exc:
         raise StageError(f"Nsight Compute report: {exc}") from None
 

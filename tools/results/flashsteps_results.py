@@ -307,7 +307,8 @@ def load_file(path: Path | str, gpu: str | None = None) -> list[Record]:
 
 def load_results(root: Path | str) -> list[Record]:
     """Load every ``*.json`` under ``root`` (recursively, in sorted order), except the
-    ceiling files (:data:`CEILING_FILES`).
+    ceiling files (:data:`CEILING_FILES`) and the same-run sets under
+    ``root/<gpu>/runs/`` (:func:`load_runs`).
 
     The GPU slug is the first folder below ``root`` (``root/<gpu>/x.json``); files
     directly in ``root`` take ``root``'s own name.  The same benchmark of the same
@@ -322,6 +323,8 @@ def load_results(root: Path | str) -> list[Record]:
         if path.name in CEILING_FILES:  # not benchmark output: see load_ceilings()
             continue
         rel = path.relative_to(root)
+        if len(rel.parts) > 2 and rel.parts[1] == RUNS_FOLDER:  # see load_runs()
+            continue
         gpu = rel.parts[0] if len(rel.parts) > 1 else root.resolve().name
         for rec in load_file(path, gpu=gpu):
             key = (rec.gpu, rec.step, rec.name)
@@ -331,6 +334,32 @@ def load_results(root: Path | str) -> list[Record]:
             seen[key] = str(path)
             records.append(rec)
     return records
+
+
+# A same-run set: results/<gpu>/runs/<name>/*.json, benchmark files of several steps made in
+# one run, kept apart from the published files of the same steps (which may come from other
+# runs), so that a chapter can compare two steps measured side by side.
+RUNS_FOLDER = "runs"
+
+
+def load_runs(root: Path | str) -> dict[str, list[Record]]:
+    """Every same-run set under ``root``: ``{name: records}`` from ``root/<gpu>/runs/<name>/``
+    (the records' GPU is ``<gpu>``). A benchmark twice in one set is an error."""
+    root = Path(root)
+    runs: dict[str, list[Record]] = {}
+    for folder in sorted(root.glob(f"*/{RUNS_FOLDER}/*")):
+        if not folder.is_dir():
+            continue
+        seen: dict[tuple, str] = {}
+        for path in sorted(folder.glob("*.json")):
+            for rec in load_file(path, gpu=folder.parent.parent.name):
+                key = (rec.gpu, rec.step, rec.name)
+                if key in seen:
+                    raise ResultsError(path, f"benchmark {rec.name!r}",
+                                       f"step {rec.step} already loaded from {seen[key]}")
+                seen[key] = str(path)
+                runs.setdefault(folder.name, []).append(rec)
+    return runs
 
 
 def steps_of(records: Iterable[Record]) -> list[tuple[str, str]]:
