@@ -65,11 +65,14 @@ def steps() -> list[StepInfo]:
     return [StepInfo(**d) for d in _ext.steps()]
 
 
-def _check_tensor(name: str, x: Any) -> None:
-    if not hasattr(x, "__dlpack__"):
-        raise TypeError(f"{name}: expected a tensor that implements __dlpack__ (PyTorch, CuPy, JAX, "
-                        f"NumPy, ...), got {type(x).__name__}")
-    _ext.check_tensor(name, x)  # rank, dtype, then device: ValueError naming the field
+def _check_tensors(named: list[tuple[str, Any]]) -> None:
+    """TypeError for a non-tensor, then ValueError for a bad rank, dtype or device."""
+    for name, x in named:
+        if not hasattr(x, "__dlpack__"):
+            raise TypeError(f"{name}: expected a tensor that implements __dlpack__ (PyTorch, CuPy, "
+                            f"JAX, NumPy, ...), got {type(x).__name__}")
+    for name, x in named:
+        _ext.check_tensor(name, x)  # rank, dtype, then device: ValueError naming the field
 
 
 def _torch_of(x: Any):
@@ -146,10 +149,7 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
         mask = _MASKS[causal]
     except (KeyError, TypeError):
         raise ValueError(f"causal = {causal!r}: expected False, True, 'bottom_right' or 'top_left'") from None
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        _check_tensor(name, x)
-    if out is not None:
-        _check_tensor("o", out)
+    _check_tensors([("q", q), ("k", k), ("v", v)] + ([("o", out)] if out is not None else []))
     if stream is None:
         torch = _torch_of(q)
         stream = torch.cuda.current_stream(q.device).cuda_stream if torch is not None else 0
