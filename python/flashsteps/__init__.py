@@ -130,7 +130,8 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
 
     Returns:
         O ``[B, Hq, Nq, D]`` (q's framework, dtype and device), or ``(O, LSE)`` with LSE a
-        contiguous float32 ``[B, Hq, Nq]`` tensor when ``return_lse``.
+        contiguous float32 ``[B, Hq, Nq]`` tensor when ``return_lse``. Forward only: inputs
+        that require grad are read as they are, and the outputs carry no autograd history.
 
     Raises:
         TypeError: an argument is not a DLPack tensor.
@@ -149,9 +150,11 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
         mask = _MASKS[causal]
     except (KeyError, TypeError):
         raise ValueError(f"causal = {causal!r}: expected False, True, 'bottom_right' or 'top_left'") from None
+    torch = _torch_of(q)
+    if torch is not None:  # PyTorch exports no tensor that requires grad; the step only reads them
+        q, k, v = (x.detach() if isinstance(x, torch.Tensor) else x for x in (q, k, v))
     _check_tensors([("q", q), ("k", k), ("v", v)] + ([("o", out)] if out is not None else []))
     if stream is None:
-        torch = _torch_of(q)
         stream = torch.cuda.current_stream(q.device).cuda_stream if torch is not None else 0
     o = out if out is not None else _empty_like(q, tuple(q.shape), "like_q")
     lse = _empty_like(q, tuple(q.shape[:3]), "float32") if return_lse else None

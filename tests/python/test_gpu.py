@@ -185,6 +185,13 @@ def test_default_step_is_the_last():
     torch.testing.assert_close(flashsteps.attention(q, k, v), flashsteps.attention(q, k, v, step=STEPS[-1].index))
 
 
+def test_inputs_that_require_grad():
+    q, k, v = inputs("mha-256-bhsd", 64, torch.float16)
+    o = flashsteps.attention(q.requires_grad_(), k, v, step=STEPS[0].index)
+    assert not o.requires_grad
+    assert_close(o, reference(q.detach(), k, v, "none")[0], "fp16", "requires_grad input")
+
+
 def test_errors_on_the_gpu():
     q, k, v = inputs("mha-256-bhsd", 64, torch.float16)
     with pytest.raises(ValueError, match=r"^step = 99 is not built"):
