@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The test job (README, Quick start, second command; CI runs it through .ci/run): set up,
 # build every preset the machine can build (cpu; cuda when nvcc is present; hip), run all
-# tests (GPU tests skip without a GPU; the ISA checks run anywhere), the tools' tests, the
-# fixture check, the results-table and step-header checks, and build and check the book in a
-# headless browser.
+# tests (GPU tests skip without a GPU; the ISA checks run anywhere), the Python module's
+# tests, the tools' tests, the fixture check, the results-table and step-header checks, and
+# build and check the book in a headless browser.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -32,10 +32,18 @@ presets=(cpu hip)
 command -v nvcc > /dev/null 2>&1 && presets+=(cuda) || echo "nvcc not found: skipping the cuda preset"
 for preset in "${presets[@]}"; do
   extra=()
-  [ "$preset" = cpu ] && extra=(-DFLASHSTEPS_BUILD_BOOK=ON "-DFLASHSTEPS_PYTHON=$py")
+  extra=("-DFLASHSTEPS_PYTHON=$py")
+  [ "$preset" = cpu ] && extra+=(-DFLASHSTEPS_BUILD_BOOK=ON)
+  [ "$preset" = cpu ] || extra+=(-DFLASHSTEPS_BUILD_PYTHON=ON)  # the Python module, in each GPU preset
   record "configure $preset" cmake --preset "$preset" "${extra[@]}"
   record "build $preset" cmake --build "build/$preset" -j "$jobs"
   record "ctest $preset" ctest --test-dir "build/$preset" -j "$jobs" --output-on-failure --timeout 600
+done
+# The Python module of each GPU preset: its argument errors on NumPy arrays (no GPU needed);
+# the GPU tests skip without PyTorch and a GPU.
+for preset in "${presets[@]}"; do
+  [ "$preset" = cpu ] && continue
+  record "python module ($preset)" env PYTHONPATH="$root/build/$preset/python" "$py" -m pytest -q -rs tests/python
 done
 record "tools tests" "$py" -m pytest -q tools/results/tests tools/baselines/tests tools/book/tests
 record "fixture check" "$py" tools/extract_qkv/check_fixture.py

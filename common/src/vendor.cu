@@ -36,6 +36,14 @@ int device_count() {
   return count;
 }
 
+int current_device() {
+  int device = 0;
+  FLASHSTEPS_CHECK(FS_RT(GetDevice)(&device));
+  return device;
+}
+
+void set_device(int device) { FLASHSTEPS_CHECK(FS_RT(SetDevice)(device)); }
+
 void set_max_dynamic_smem(const void* kernel, std::size_t bytes) {
 #if FLASHSTEPS_VENDOR_HIP
   FLASHSTEPS_CHECK(hipFuncSetAttribute(kernel, hipFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));

@@ -46,6 +46,14 @@ the measure there.
 A backend that cannot run a problem (dtype, head size, GPU, PyTorch build) gets an
 entry with ``error_occurred`` and PyTorch's reasons, like a skipped step benchmark.
 
+Same tensors (``--flashsteps [STEP ...]``): FlashSteps steps, called from Python through the
+module ``flashsteps`` (python/), and the SDPA backends run on the very same Q, K and V
+tensors in one process, each timed as above and each checked against one float64 reference
+on those tensors (max_abs_err, rel_fro_err), so their errors and speeds compare directly:
+
+    PYTHONPATH=build/cuda/python python3 tools/baselines/sdpa_bench.py --flashsteps 6 7 \\
+        --dtype bf16 --head-dim 128 --seqlen 4096 --out /tmp/cmp   # /tmp/cmp/same-tensors.json
+
 PyTorch is optional and never a build or test dependency of FlashSteps: this tool
 imports it only inside the functions that measure (its other parts, tested in
 tools/results/tests, need the standard library alone).  Run it where a CUDA (or ROCm) build of
@@ -409,6 +417,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="memory layout of Q, K, V: bshd (the standard set's, default) or bhsd")
     ap.add_argument("--no-check", action="store_true",
                     help="skip the float64 spot check (no error counters)")
+    ap.add_argument("--flashsteps", nargs="*", type=int, metavar="STEP",
+                    help="same-tensor comparison instead of result files: these FlashSteps steps "
+                         "(none listed: every step the module has) and the SDPA backends on the "
+                         "very same tensors in one process, each checked against one float64 "
+                         "reference; needs the Python module flashsteps on PYTHONPATH "
+                         "(build/<preset>/python); --out DIR writes DIR/same-tensors.json")
     args = ap.parse_args(argv)
     bad = [n for n in args.seqlen if n <= 0 or TOKENS % n]
     if bad:
@@ -672,6 +686,112 @@ def _validate(paths: list[Path]) -> list[str]:
     return problems
 
 
+def run_step(torch, flashsteps, step: int, q, k, v, causal: bool, warmup: int, reps: int):
+    """run_backend() for a FlashSteps step called from Python: one checked call, ``warmup``
+    calls, ``reps`` timed calls between CUDA events on the current stream. Raises
+    Unavailable when the step refuses the problem (NotImplementedError, ValueError)."""
+    try:
+        first = flashsteps.attention(q, k, v, step=step, causal=causal)
+        torch.cuda.synchronize()
+    except (NotImplementedError, ValueError) as exc:
+        raise Unavailable(f"step {step:02d}: {exc}") from None
+    except torch.cuda.OutOfMemoryError as exc:
+        raise Unavailable(f"out of memory: {str(exc).splitlines()[0]}") from None
+    for _ in range(warmup):
+        flashsteps.attention(q, k, v, step=step, causal=causal)
+    if hasattr(torch.cuda, "_sleep"):
+        torch.cuda._sleep(2_000_000)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(reps)]
+    for start, stop in events:
+        start.record()
+        flashsteps.attention(q, k, v, step=step, causal=causal)
+        stop.record()
+    torch.cuda.synchronize()
+    return first, [start.elapsed_time(stop) for start, stop in events]
+
+
+def compare_same_tensors(torch, args, problems, backends, device, peak) -> int:
+    """--flashsteps: steps and SDPA backends on the same tensors, one table and one JSON."""
+    try:
+        import flashsteps
+    except ImportError as exc:
+        print(f"error: the Python module flashsteps is not importable ({exc}); build it (cmake "
+              "--preset cuda) and put build/<preset>/python on PYTHONPATH", file=sys.stderr)
+        return 2
+    built = {s.index: s for s in flashsteps.steps()}
+    wanted = args.flashsteps or sorted(built)
+    missing = [n for n in wanted if n not in built]
+    if missing:
+        print(f"error: steps {missing} are not in the module (built: {sorted(built)})", file=sys.stderr)
+        return 2
+    who = [f"step{n:02d}" for n in wanted] + [b.step for b in backends]
+    print(f"Same tensors: FlashSteps steps {wanted} and SDPA {[b.key for b in backends]} on "
+          f"{device['gpu_name']} ({device['gpu_arch']}); TFLOPS (median of {args.reps}) and max "
+          f"abs error against float64; layout {args.layout}")
+    width = max(len(p.name) for p in problems)
+    print(f"{'benchmark':<{width}}" + "".join(f"  {w:>22}" for w in who))
+    points, notes, over = [], [], 0
+    for p in problems:
+        q, k, v = make_inputs(torch, p, args.layout)
+        rows = check_rows(p.seqlen)
+        ref = reference_rows(torch, q, k, v, p.causal, rows)
+        runners = [(f"step{n:02d}", lambda n=n: None if built[n].bench_max_seqlen and
+                    p.seqlen > built[n].bench_max_seqlen else
+                    run_step(torch, flashsteps, n, q, k, v, p.causal, args.warmup, args.reps))
+                   for n in wanted]
+        runners += [(b.step, lambda b=b: run_backend(torch, b, q, k, v, p.causal, args.warmup,
+                                                     args.reps)) for b in backends]
+        results, cells = [], []
+        for name, run in runners:
+            entry: dict[str, Any] = {"who": name}
+            try:
+                got = run()
+                if got is None:
+                    raise Unavailable(f"{name}: seqlen above the step's benchmark cap")
+                out, times = got
+                errors = error_counters(torch, out, ref, rows)
+                del out
+            except Unavailable as exc:
+                entry["error"] = str(exc)
+                if str(exc) not in notes:
+                    notes.append(str(exc))
+                results.append(entry)
+                cells.append(f"skipped[{notes.index(str(exc)) + 1}]".rjust(22))
+                continue
+            median = statistics.median(times)
+            ref_max = errors.pop("_max_abs_ref")
+            abs_tol, rel_tol = TOLERANCE[p.dtype]
+            ok = errors["max_abs_err"] <= abs_tol * max(1.0, ref_max) and errors["rel_fro_err"] <= rel_tol
+            over += not ok
+            entry.update({"median_ms": median, "TFLOPS": flops(p) / (median / 1e3) / 1e12,
+                          "times_ms": times, **errors, "within_tolerance": ok})
+            if peak > 0:
+                entry["pct_peak"] = 100.0 * entry["TFLOPS"] / peak
+            results.append(entry)
+            cells.append(f"{entry['TFLOPS']:8.1f} {errors['max_abs_err']:9.2e}{' ' if ok else '!'}".rjust(22))
+        print(f"{p.name:<{width}}" + "".join(f"  {c}" for c in cells), flush=True)
+        points.append({"name": p.name, **shape_counters(p), "dtype": p.dtype, "layout": args.layout,
+                       "checked_rows": rows, "results": results})
+        del q, k, v, ref
+    for i, note in enumerate(notes, 1):
+        print(f"[{i}] skipped: {note}")
+    if over:
+        print(f"! = error above the FlashSteps tolerance of the dtype ({over} entries)")
+    if args.out is not None:
+        ctx = {**device, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "executable": "tools/baselines/sdpa_bench.py --flashsteps", "flashsteps_backend": flashsteps.backend,
+               "steps": {f"step{n:02d}": built[n].summary for n in wanted},
+               "timing": f"CUDA events around each call, {args.reps} calls enqueued back to back after "
+                         f"{args.warmup} warm-ups; median",
+               "check": "one float64 reference on the same tensors, query rows 0, 1, N/3, 2N/3+1, N-1 "
+                        "of every (batch, head)"}
+        path = args.out / "same-tensors.json"
+        write_json(path, {"context": ctx, "points": points})
+        print(f"results: {path}")
+    return 1 if over else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -689,6 +809,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     backends = [BACKENDS[b] for b in BACKENDS if b in args.backends]
     device, peak = device_context(torch)
+    if args.flashsteps is not None:
+        return compare_same_tensors(torch, args, problems, backends, device, peak)
     settings = {"sdpa_layout": args.layout, "sdpa_warmup": str(args.warmup),
                 "sdpa_reps": str(args.reps),
                 "sdpa_timing": f"CUDA events around each call, {args.reps} calls enqueued "

@@ -79,6 +79,14 @@ void check_launch(const char* kernel, const char* file, int line);
 /// Number of visible devices; 0 when there is no device or no driver (never throws).
 int device_count();
 
+/// The calling thread's current device (the runtime's device index).
+/// @throws DeviceError when there is no device.
+int current_device();
+
+/// Makes @p device the calling thread's current device.
+/// @throws DeviceError when it does not exist.
+void set_device(int device);
+
 /// Raises the dynamic shared-memory limit of @p kernel to @p bytes (above 48 KiB needs it).
 void set_max_dynamic_smem(const void* kernel, std::size_t bytes);
 

@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Every FlashSteps step, callable from Python on PyTorch (or any DLPack) tensors.
+
+    import torch, flashsteps
+    q = torch.randn(2, 8, 1024, 128, device="cuda", dtype=torch.bfloat16)
+    k = v = torch.randn(2, 2, 1024, 128, device="cuda", dtype=torch.bfloat16)   # GQA 8:2
+    o = flashsteps.attention(q, k, v, causal="bottom_right")          # the last built step
+    o, lse = flashsteps.attention(q, k, v, step=4, return_lse=True)   # step 04
+    [s.index for s in flashsteps.steps()]                             # [1, 2, ..., 7]
+
+Tensors are read through DLPack (``__dlpack__``) without a copy: data pointer, shape and
+strides as they are, so a ``[B, N, H, D]`` (BSHD) tensor passed as ``x.transpose(1, 2)`` is
+used in place. The outputs are allocated in the framework of ``q`` (PyTorch: its caching
+allocator, so a call can be captured in a CUDA graph).
+
+Stream: a call is enqueued on the caller's current stream. With PyTorch tensors that is
+``torch.cuda.current_stream(q.device)`` (so ``with torch.cuda.stream(s):`` and graph capture
+work as for any PyTorch operation); for other frameworks pass ``stream=`` (the
+``cudaStream_t``/``hipStream_t`` as an int), else the default stream (0) is used. The call is
+asynchronous like any kernel launch; nothing is synchronised.
+
+Errors keep the library's messages, which name the offending field (``q.shape[3]``,
+``k.stride[2]``, ...): ``flashsteps::InvalidArgument`` is raised as ``ValueError``,
+``Unsupported`` (a case the step does not implement) as ``NotImplementedError``,
+``DeviceError`` as ``RuntimeError``. An argument that is not a tensor is a ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+from . import _flashsteps as _ext
+
+__all__ = ["StepInfo", "attention", "steps", "backend"]
+
+#: The runtime the steps were compiled for: "CUDA" or "HIP".
+backend: str = _ext.backend
+
+_MASKS = {False: "none", None: "none", "none": "none",
+          True: "causal_bottom_right", "bottom_right": "causal_bottom_right",
+          "top_left": "causal_top_left"}
+
+
+@dataclasses.dataclass(frozen=True)
+class StepInfo:
+    """What a step says about itself (``flashsteps::StepInfo``, common/include/flashsteps/step.h).
+
+    A call inside these limits is implemented; one outside raises NotImplementedError.
+    """
+
+    index: int               #: 1, 2, ...: the step number, the ``step=`` of attention()
+    slug: str                #: "naive", "tiled", ...
+    summary: str             #: one line: what this step adds
+    bench_max_seqlen: int    #: longest seqlen the benchmark times for it (0: no cap)
+    max_head_dim: int        #: largest head_dim accepted (every head_dim from 1 up to it)
+    accepts_fp32: bool       #: float32 inputs accepted (the tensor-core steps: fp16/bf16 only)
+    head_dim_multiple: int   #: head_dim must be a multiple of this
+    alignment_elems: int     #: data and batch/head/seq strides: multiples of this many elements
+
+
+def steps() -> list[StepInfo]:
+    """The steps built into this module, in order, each with its StepInfo."""
+    return [StepInfo(**d) for d in _ext.steps()]
+
+
+def _check_tensors(named: list[tuple[str, Any]]) -> None:
+    """TypeError for a non-tensor, then ValueError for a bad rank, dtype or device."""
+    for name, x in named:
+        if not hasattr(x, "__dlpack__"):
+            raise TypeError(f"{name}: expected a tensor that implements __dlpack__ (PyTorch, CuPy, "
+                            f"JAX, NumPy, ...), got {type(x).__name__}")
+    for name, x in named:
+        _ext.check_tensor(name, x)  # rank, dtype, then device: ValueError naming the field
+
+
+def _torch_of(x: Any):
+    """The torch module when ``x`` is a torch.Tensor, else None (never imports torch)."""
+    torch = sys.modules.get("torch")
+    return torch if torch is not None and isinstance(x, torch.Tensor) else None
+
+
+def _empty_like(q: Any, shape: tuple[int, ...], kind: str):
+    """A new tensor of q's framework and device: ``kind`` "like_q" (q's dtype and, for
+    PyTorch, its memory layout), "float32" or "bytes" (uint8)."""
+    torch = _torch_of(q)
+    if torch is not None:
+        if kind == "like_q":
+            return torch.empty_like(q)  # keeps a BSHD view's layout: O comes back BSHD too
+        dtype = torch.float32 if kind == "float32" else torch.uint8
+        return torch.empty(shape, dtype=dtype, device=q.device)
+    if hasattr(q, "__array_namespace__"):  # the array API standard (CuPy, JAX, ...)
+        xp = q.__array_namespace__()
+        dtype = {"like_q": q.dtype, "float32": xp.float32, "bytes": xp.uint8}[kind]
+        return xp.empty(shape, dtype=dtype, device=q.device)
+    raise TypeError(f"q: cannot allocate the output in the framework of {type(q).__name__} "
+                    "(neither a torch.Tensor nor an array-API array): pass out= (and use "
+                    "return_lse=False)")
+
+
+def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
+              causal: bool | str = False, scale: float | None = None,
+              return_lse: bool = False, out: Any = None, stream: int | None = None):
+    """Attention forward with one FlashSteps step: ``O = softmax(scale * Q Kᵀ) V``.
+
+    Args:
+        q: queries ``[B, Hq, Nq, D]``.
+        k: keys ``[B, Hkv, Nk, D]``; Hq must be a multiple of Hkv (GQA/MQA: query head h
+            reads key/value head ``h // (Hq // Hkv)``).
+        v: values ``[B, Hkv, Nk, D]``.
+            q, k and v: tensors on one CUDA (or ROCm) device exposing ``__dlpack__``, one
+            dtype (float16, bfloat16, or float32 for steps 01-03), any element strides
+            with a unit head_dim stride (BHSD, BSHD via ``x.transpose(1, 2)``, views of a
+            packed QKV buffer); the tensor-core steps (04 on) also need 16-byte aligned
+            data, batch/head/seq strides that are multiples of 8 elements and D a multiple
+            of 8 (see ``steps()``).
+        step: the step number (1 ... 7); default: the last step built.
+        causal: ``False`` (no mask); ``"bottom_right"`` (key j visible to query i when
+            ``j <= i + Nk - Nq``, FlashAttention's convention; ``True`` means this);
+            ``"top_left"`` (``j <= i``, PyTorch's ``is_causal=True``). They agree when
+            Nq == Nk. A query row that sees no key gets O = 0 and LSE = -inf.
+        scale: softmax scale; default ``1 / sqrt(D)``. Used as given (as float32).
+        return_lse: also return the log-sum-exp (natural log) of each query row.
+        out: optional output ``[B, Hq, Nq, D]`` of q's dtype and device, written in place
+            (any strides with a unit head_dim stride). Default: a new tensor like q (same
+            layout for PyTorch tensors).
+        stream: the stream to enqueue on, as an int handle; default: the current PyTorch
+            stream of q's device for torch tensors, else 0 (the default stream).
+
+    Returns:
+        O ``[B, Hq, Nq, D]`` (q's framework, dtype and device), or ``(O, LSE)`` with LSE a
+        contiguous float32 ``[B, Hq, Nq]`` tensor when ``return_lse``. Forward only: inputs
+        that require grad are read as they are, and the outputs carry no autograd history.
+
+    Raises:
+        TypeError: an argument is not a DLPack tensor.
+        ValueError: a tensor is on the CPU or another device, is not 4-d, has another dtype,
+            the shapes or strides break the contract, or the step is not built (the message
+            names the field: ``q.shape[3]``, ``k.stride[2]``, ``o`` for ``out``, ...).
+        NotImplementedError: the step does not implement this case (dtype, head_dim, GPU).
+        RuntimeError: a launch or runtime call failed.
+    """
+    if step is None:
+        built = _ext.steps()
+        if not built:
+            raise ValueError("step: no step is built into this module")
+        step = built[-1]["index"]
+    try:
+        mask = _MASKS[causal]
+    except (KeyError, TypeError):
+        raise ValueError(f"causal = {causal!r}: expected False, True, 'bottom_right' or 'top_left'") from None
+    torch = _torch_of(q)
+    if torch is not None:  # PyTorch exports no tensor that requires grad; the step only reads them
+        q, k, v = (x.detach() if isinstance(x, torch.Tensor) else x for x in (q, k, v))
+    _check_tensors([("q", q), ("k", k), ("v", v)] + ([("o", out)] if out is not None else []))
+    if stream is None:
+        stream = torch.cuda.current_stream(q.device).cuda_stream if torch is not None else 0
+    o = out if out is not None else _empty_like(q, tuple(q.shape), "like_q")
+    lse = _empty_like(q, tuple(q.shape[:3]), "float32") if return_lse else None
+    scale = None if scale is None else float(scale)
+    need = _ext.forward(step, q, k, v, o, lse, None, mask, scale, stream)
+    if need:  # only step 01 needs scratch (its S/P matrix): allocate it and call again
+        workspace = _empty_like(q, (need,), "bytes")
+        _ext.forward(step, q, k, v, o, lse, workspace, mask, scale, stream)
+    return (o, lse) if return_lse else o

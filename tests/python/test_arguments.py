@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The argument errors that need no GPU: arrays on the CPU, bad ranks, bad dtypes, things
+that are not tensors. NumPy arrays reach the module through DLPack like any tensor."""
+
+import numpy as np
+import pytest
+
+import flashsteps
+
+
+def arr(shape=(1, 2, 8, 16), dtype=np.float16):
+    return np.zeros(shape, dtype=dtype)
+
+
+def test_import_and_steps():
+    assert flashsteps.backend in ("CUDA", "HIP")
+    steps = flashsteps.steps()
+    assert steps, "the module has no step"
+    assert [s.index for s in steps] == sorted(s.index for s in steps)
+    for s in steps:
+        assert isinstance(s, flashsteps.StepInfo) and s.slug and s.summary and s.max_head_dim > 0
+
+
+@pytest.mark.parametrize("field", ["q", "k", "v"])
+def test_cpu_array_is_refused_naming_the_field(field):
+    with pytest.raises(ValueError, match=rf"^{field}: tensor is on CPU"):
+        flashsteps._ext.check_tensor(field, arr())
+    with pytest.raises(ValueError, match=r"^q: tensor is on CPU, but flashsteps runs on (CUDA|HIP) devices"):
+        flashsteps.attention(arr(), arr(), arr())
+
+
+@pytest.mark.parametrize("shape", [(2, 8, 16), (1, 1, 2, 8, 16), (16,)])
+def test_bad_rank(shape):
+    with pytest.raises(ValueError, match=rf"^q\.ndim = {len(shape)}: expected a \[B, H, N, D\] tensor"):
+        flashsteps.attention(arr(shape), arr(), arr())
+
+
+@pytest.mark.parametrize("dtype,name", [(np.float64, "float64"), (np.int32, "int32"), (np.uint8, "uint8"),
+                                        (np.bool_, "bool"), (np.complex64, "complex64")])
+def test_bad_dtype(dtype, name):
+    with pytest.raises(ValueError, match=rf"^k\.dtype \({name}\): expected float16, bfloat16 or float32"):
+        flashsteps._ext.check_tensor("k", arr(dtype=dtype))
+
+
+def test_not_a_tensor():
+    with pytest.raises(TypeError, match=r"^v: expected a tensor that implements __dlpack__"):
+        flashsteps.attention(arr(), arr(), [[1.0]])
+
+
+@pytest.mark.parametrize("causal", ["causal", "bottom-right", 2])
+def test_bad_causal(causal):
+    with pytest.raises(ValueError, match=r"^causal = "):
+        flashsteps.attention(arr(), arr(), arr(), causal=causal)
+
+
+def test_read_only_array_is_accepted_as_input():
+    a = arr()
+    a.flags.writeable = False
+    with pytest.raises(ValueError, match=r"^q: tensor is on CPU"):  # got as far as the device
+        flashsteps.attention(a, a, a)
+
+
+def test_torch_cpu_tensor():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed: its CPU tensors are not tried")
+    x = torch.zeros(1, 2, 8, 16, dtype=torch.float16)
+    with pytest.raises(ValueError, match=r"^q: tensor is on CPU"):
+        flashsteps.attention(x, x, x)
