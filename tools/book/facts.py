@@ -135,6 +135,7 @@ STEP_LIMITS = {
     "05": "one fixed tile shape per head dim; softmax and MMAs of a warp in sequence",
     "06": "instruction issue: warps wait on the results of earlier arithmetic",
     "07": "the GEMMs and the softmax of a warpgroup still run in sequence",
+    "08": "a consumer's softmax is longer than the other consumer's GEMMs that hide it",
 }
 
 
