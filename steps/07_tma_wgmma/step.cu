@@ -12,6 +12,8 @@
 //     128-byte swizzled, rows past the end of the tensor filled with zeros, and the copy
 //     completes on an mbarrier (kv_full[stage]); a second mbarrier per stage (kv_empty) says
 //     when every warp is done with it, so the ring refills without a block-wide barrier
+//   - each warpgroup computes only the KV tiles its own 64 rows see (causal diagonal, ragged
+//     Nq); the block's other tiles it waits for and releases unread, so the ring keeps count
 //   - the online softmax, masks, causal early exit and LPT order are step 05's
 // Why it is faster: one wgmma.m64n128k16, issued by the warpgroup's four warps, does the work
 // of 64 mma.sync.m16n8k16 (16 per warp), and its operands need no register round trip, so

@@ -550,11 +550,10 @@ def load_measured(repo: Path, results: Path):
 
 def measured_facts(repo: Path, results: Path, steps: list[Step] | None = None) -> dict:
     """The values the chapters are rendered with (tools/book/facts.py)."""
-    _, _, _, facts = import_tools(repo)
+    fr, _, _, facts = import_tools(repo)
     records, ceilings, _, points = load_measured(repo, results)
     try:  # a report that lacks what the facts read fails the build, naming the file
         profiles = facts.load_profiles(results)
-        fr = import_tools(repo)[0]
         runs = fr.load_runs(results) if results.is_dir() else {}
         return facts.facts(records, ceilings, points, find_steps(repo, steps),
                            load_tuning(repo, steps), profiles, runs)

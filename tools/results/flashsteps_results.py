@@ -326,14 +326,20 @@ def load_results(root: Path | str) -> list[Record]:
         if len(rel.parts) > 2 and rel.parts[1] == RUNS_FOLDER:  # see load_runs()
             continue
         gpu = rel.parts[0] if len(rel.parts) > 1 else root.resolve().name
-        for rec in load_file(path, gpu=gpu):
-            key = (rec.gpu, rec.step, rec.name)
-            if key in seen:
-                raise ResultsError(path, f"benchmark {rec.name!r}",
-                                   f"step {rec.step} on {rec.gpu} already loaded from {seen[key]}")
-            seen[key] = str(path)
-            records.append(rec)
+        _add_unique(records, seen, path, load_file(path, gpu=gpu))
     return records
+
+
+def _add_unique(records: list[Record], seen: dict[tuple, str], path: Path, new: list[Record]) -> None:
+    """Appends ``new`` (read from ``path``) to ``records``; the same benchmark of the same
+    step on the same GPU twice is an error (which file should win?)."""
+    for rec in new:
+        key = (rec.gpu, rec.step, rec.name)
+        if key in seen:
+            raise ResultsError(path, f"benchmark {rec.name!r}",
+                               f"step {rec.step} on {rec.gpu} already loaded from {seen[key]}")
+        seen[key] = str(path)
+        records.append(rec)
 
 
 # A same-run set: results/<gpu>/runs/<name>/*.json, benchmark files of several steps made in
@@ -352,13 +358,7 @@ def load_runs(root: Path | str) -> dict[str, list[Record]]:
             continue
         seen: dict[tuple, str] = {}
         for path in sorted(folder.glob("*.json")):
-            for rec in load_file(path, gpu=folder.parent.parent.name):
-                key = (rec.gpu, rec.step, rec.name)
-                if key in seen:
-                    raise ResultsError(path, f"benchmark {rec.name!r}",
-                                       f"step {rec.step} already loaded from {seen[key]}")
-                seen[key] = str(path)
-                runs.setdefault(folder.name, []).append(rec)
+            _add_unique(runs.setdefault(folder.name, []), seen, path, load_file(path, gpu=folder.parent.parent.name))
     return runs
 
 
