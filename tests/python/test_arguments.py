@@ -2,6 +2,10 @@
 """The argument errors that need no GPU: arrays on the CPU, bad ranks, bad dtypes, things
 that are not tensors. NumPy arrays reach the module through DLPack like any tensor."""
 
+import shutil
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -65,3 +69,18 @@ def test_torch_cpu_tensor():
     x = torch.zeros(1, 2, 8, 16, dtype=torch.float16)
     with pytest.raises(ValueError, match=r"^q: tensor is on CPU"):
         flashsteps.attention(x, x, x)
+
+
+def test_module_exports_only_its_entry_point():
+    """The module keeps every library it links statically to itself: its only strong exported
+    symbol is PyInit__flashsteps. A toolchain that links libstdc++ statically and exports it
+    (the H200 machine's /opt/gcc did) makes the module's calls bind half to its own copy and
+    half to the libstdc++.so.6 PyTorch loaded globally, and the first error message crashed in
+    `std::ostream << size_t`. (Weak symbols are the module's own inline template copies.)"""
+    nm = shutil.which("nm")
+    if nm is None or sys.platform != "linux":
+        pytest.skip("needs binutils' nm on Linux")
+    lib = flashsteps._ext.__file__
+    listing = subprocess.run([nm, "-D", "--defined-only", lib], check=True, capture_output=True, text=True).stdout
+    strong = sorted(line.split()[-1] for line in listing.splitlines() if line.split()[-2] in "TDBR")
+    assert strong == ["PyInit__flashsteps"], f"{lib} exports {strong[:20]}"
