@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// FlashSteps step 08 of the series — warp specialisation and ping-pong (Hopper).   previous: 07_tma_wgmma · next: (09)
+// FlashSteps step 08 of the series — warp specialisation and ping-pong (Hopper).   previous: 07_tma_wgmma · next: 09_persistent
 //
 // What changes against step 07 (NVIDIA sm_90a only; the new words are in tile_sm90.h):
 //   - roles: warpgroup 0 is the producer, it only issues the TMA copies (one thread of it);

@@ -2,7 +2,8 @@
 /// @file tile_sm90.h
 /// @brief The warpgroup vocabulary of the Hopper steps (07 on; NVIDIA sm_90a only): the
 /// 128-byte swizzle and the shared-memory matrix descriptors of `wgmma`, the `wgmma` wrappers
-/// (fence / commit_group / wait_group and the MMAs themselves), mbarrier waits, TMA tile loads,
+/// (fence / commit_group / wait_group and the MMAs themselves), mbarrier waits, TMA tile loads
+/// and stores (step 09's epilogue),
 /// register reallocation and named barriers (warp specialisation, step 08), and the host-side
 /// encoding of TMA tensor maps.
 ///
@@ -132,6 +133,7 @@ __device__ __forceinline__ void fence_registers(std::uint32_t (&r)[N]) {
                          "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define FLASHSTEPS_D32 FLASHSTEPS_D8(0), FLASHSTEPS_D8(8), FLASHSTEPS_D8(16), FLASHSTEPS_D8(24)
 #define FLASHSTEPS_D64 FLASHSTEPS_D32, FLASHSTEPS_D8(32), FLASHSTEPS_D8(40), FLASHSTEPS_D8(48), FLASHSTEPS_D8(56)
+#define FLASHSTEPS_D88 FLASHSTEPS_D64, FLASHSTEPS_D8(64), FLASHSTEPS_D8(72), FLASHSTEPS_D8(80)
 #define FLASHSTEPS_R32                                                                               \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -140,6 +142,12 @@ __device__ __forceinline__ void fence_registers(std::uint32_t (&r)[N]) {
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, " \
   "%41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, " \
   "%61, %62, %63}"
+#define FLASHSTEPS_R88                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "    \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, " \
+  "%41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, " \
+  "%61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, " \
+  "%81, %82, %83, %84, %85, %86, %87}"
 
 /// True when T is bf16 (wgmma type suffix .bf16), false for fp16 (.f16).
 template <typename T>
@@ -164,7 +172,7 @@ inline constexpr bool kIsBf16 = std::is_same_v<T, vendor::bf16_t>;
 /// d[i] = D[16 (t / 32) + (t % 32) / 4 + 8 ((i / 2) % 2)][8 (i / 4) + 2 (t % 4) + i % 2].
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b, bool accumulate) {
-  static_assert(N == 64 || N == 128, "wgmma_ss is instantiated for N = 64 and 128");
+  static_assert(N == 64 || N == 128 || N == 176, "wgmma_ss is instantiated for N = 64, 128 and 176");
   const int acc = accumulate ? 1 : 0;
   if constexpr (N == 64 && kIsBf16<T>)
     FLASHSTEPS_WGMMA("m64n64k16", "bf16", FLASHSTEPS_R32, FLASHSTEPS_D32, "%32", 33, 34, "1, 1, 0, 0",
@@ -177,6 +185,12 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t desc_a
                      "l"(desc_a), "l"(desc_b), "r"(acc));
   if constexpr (N == 128 && !kIsBf16<T>)
     FLASHSTEPS_WGMMA("m64n128k16", "f16", FLASHSTEPS_R64, FLASHSTEPS_D64, "%64", 65, 66, "1, 1, 0, 0",
+                     "l"(desc_a), "l"(desc_b), "r"(acc));
+  if constexpr (N == 176 && kIsBf16<T>)  // step 09's wide key tiles (wgmma takes any N = 8 k up to 256)
+    FLASHSTEPS_WGMMA("m64n176k16", "bf16", FLASHSTEPS_R88, FLASHSTEPS_D88, "%88", 89, 90, "1, 1, 0, 0",
+                     "l"(desc_a), "l"(desc_b), "r"(acc));
+  if constexpr (N == 176 && !kIsBf16<T>)
+    FLASHSTEPS_WGMMA("m64n176k16", "f16", FLASHSTEPS_R88, FLASHSTEPS_D88, "%88", 89, 90, "1, 1, 0, 0",
                      "l"(desc_a), "l"(desc_b), "r"(acc));
 }
 
@@ -212,26 +226,28 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const std::uint32_t 
 
 // [start:reduce_rows]
 /// @cond FLASHSTEPS_INTERNAL
-// One level of reduce_rows' tree: element k of each row takes in element k + WIDTH.
-template <int WIDTH, int M, class Op>
+// One level of reduce_rows' tree over the first COUNT values of each row: element k takes in
+// element k + HALF (HALF = COUNT / 2 rounded up, so an odd count keeps its middle value).
+template <int COUNT, int M, class Op>
 __device__ __forceinline__ void reduce_tree(float (&v)[2][M], Op op) {
+  constexpr int HALF = (COUNT + 1) / 2;
 #pragma unroll
   for (int r = 0; r < 2; ++r)
 #pragma unroll
-    for (int k = 0; k < WIDTH; ++k) v[r][k] = op(v[r][k], v[r][k + WIDTH]);
-  if constexpr (WIDTH > 1) reduce_tree<WIDTH / 2>(v, op);
+    for (int k = 0; k < COUNT - HALF; ++k) v[r][k] = op(v[r][k], v[r][k + HALF]);
+  if constexpr (HALF > 1) reduce_tree<HALF>(v, op);
 }
 /// @endcond
 /// The two rows a thread holds of a 64 x N wgmma accumulator (rows r0 and r0 + 8, N / 4
 /// values each, see wgmma_ss()), each reduced by @p op to one value as a balanced tree:
-/// log2(N / 4) dependent steps instead of a chain of N / 4 - 1. @p out[0] is row r0's, @p
+/// ceil(log2(N / 4)) dependent steps instead of a chain of N / 4 - 1. @p out[0] is row r0's, @p
 /// out[1] row r0 + 8's; a row's other three threads (lanes 4g .. 4g + 3) hold the rest.
 template <int N, class Op>
 __device__ __forceinline__ void reduce_rows(const float (&d)[N / 2], float (&out)[2], Op op) {
   float v[2][N / 4];
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) v[(i / 2) % 2][(i / 4) * 2 + i % 2] = d[i];
-  reduce_tree<N / 8>(v, op);
+  reduce_tree<N / 4>(v, op);
   out[0] = v[0][0], out[1] = v[1][0];
 }
 // [end:reduce_rows]
@@ -290,6 +306,29 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, i
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_shared, cuda::ptx::space_global, dst, map, coords, bar);
 }
 // [end:tma_load]
+
+// [start:tma_store]
+/// One TMA tile copy shared -> global (`cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group`,
+/// PTX ISA 9.7.9.25.5.2): the box of @p map at coordinates {c0, c1, c2, c3} is written from
+/// @p src, in the same swizzled layout as tma_load_4d() reads; elements of the box outside the
+/// tensor are not written, so a ragged last tile clips itself. It runs asynchronously, in bulk
+/// groups: tma_store_commit() closes the group of the stores issued so far and
+/// tma_store_wait_read() waits until every group has read its shared memory (which may then be
+/// written again). The shared memory was written by ordinary stores (the generic proxy) and is
+/// read by TMA (the async proxy): every writing thread calls fence_proxy_async_smem() and then
+/// the writers meet at a barrier before one thread issues the store.
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* map, const void* src, int c0, int c1, int c2, int c3) {
+  const std::int32_t coords[4] = {c0, c1, c2, c3};
+  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, map, coords, src);
+}
+/// `cp.async.bulk.commit_group`: the TMA stores issued since the last commit form one bulk group.
+__device__ __forceinline__ void tma_store_commit() { cuda::ptx::cp_async_bulk_commit_group(); }
+/// `cp.async.bulk.wait_group.read 0`: waits until every committed bulk group has read its source.
+__device__ __forceinline__ void tma_store_wait_read() { cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{}); }
+/// `fence.proxy.async.shared::cta`: this thread's earlier shared-memory writes become visible
+/// to the async proxy (TMA) (PTX ISA 9.7.13.4.18, "membar/fence", proxy fences).
+__device__ __forceinline__ void fence_proxy_async_smem() { cuda::ptx::fence_proxy_async(cuda::ptx::space_shared); }
+// [end:tma_store]
 
 // ---------------------------------------------------------------------------------------
 // Warp specialisation (step 08 on): register reallocation and named barriers.

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file shapes.h
+/// @brief Step 09's configuration space: the tile shapes compiled per head dim, the default
+/// of each problem, and a way to force one (tests, measurements).
+///
+/// A shape is BLOCK_M query rows per block (64 per consumer warpgroup: 128 = two consumers,
+/// 192 = three), BLOCK_N keys per K/V tile (a wgmma N: 64, 128 or 176) and STAGES K/V buffers.
+/// Which shapes exist for a head dim is decided by what fits: the consumers' S, P and O in
+/// the registers setmaxnreg gives them (240 per thread with two consumers, 160 with three),
+/// and Q plus STAGES K and V tiles in the 227 KiB of shared memory of a block.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flashsteps/attention.h"
+#include "flashsteps/vendor.h"
+
+namespace flashsteps::step09 {
+
+/// One compiled point of the space.
+struct TileShape {
+  int block_m = 0;  ///< BLOCK_M: query rows per block (64 per consumer warpgroup)
+  int block_n = 0;  ///< BLOCK_N: keys per K/V tile
+  int stages = 0;   ///< K/V shared-memory buffers of the ring
+
+  /// "m128_n176_s2".
+  std::string name() const;
+  /// Parses name(); nullopt when @p text is not of that form.
+  static std::optional<TileShape> parse(const std::string& text);
+  bool operator==(const TileShape& o) const { return block_m == o.block_m && block_n == o.block_n && stages == o.stages; }
+};
+
+/// The shapes compiled for head dim @p head_dim (64 or 128: the compiled Hopper head dims,
+/// kHopperHeadDims); empty for any other value.
+std::vector<TileShape> shapes(int head_dim);
+
+/// The shape attention_forward() runs for a compiled head dim and a mask when nothing forces
+/// one: D = 128 full 128 x 176 (FlashAttention-3's choice), D = 128 causal 128 x 128 (a
+/// diagonal tile of 176 keys hides more keys), D = 64 full 128 x 128, D = 64 causal
+/// 192 x 64 x 4 (step 08's); each measured against the others in the chapter.
+TileShape default_shape(int head_dim, Mask mask);
+
+/// attention_forward() with the shape @p shape instead of the default.
+/// @throws Unsupported "shape <name> is not in step 09's space for head_dim <d>: <the space>"
+///         when the padded head dim of @p args has no such compiled shape; else as
+///         attention_forward().
+void attention_forward_with(const AttentionArgs& args, vendor::Stream stream, const TileShape& shape);
+
+}  // namespace flashsteps::step09

@@ -1,0 +1,11 @@
+# SPDX-License-Identifier: Apache-2.0
+# Step 09's extras, included by add_step() (cmake/FlashStepsSteps.cmake says which variables
+# it sets): the host side of the Hopper vocabulary, and the tests of every shape of the space.
+
+# tile_sm90.h's host functions (TMA tensor maps, the sm_90 check): common/src/tile_sm90.cu.
+target_link_libraries(${STEP_LIBRARY} PUBLIC flashsteps_sm90)
+
+# Every shape of the space against the float64 reference, in test_step09.
+if(STEP_TEST)
+  flashsteps_gpu_sources(${STEP_TEST} ${CMAKE_SOURCE_DIR}/tests/step09_shapes_test.cu)
+endif()

@@ -1,0 +1,533 @@
+// SPDX-License-Identifier: Apache-2.0
+// FlashSteps step 09 of the series — a persistent grid, the TMA-store epilogue, wide key tiles (Hopper).   previous: 08_warp_specialized · next: (10, a branch off 06)
+//
+// What changes against step 08 (NVIDIA sm_90a only; the new words are in tile_sm90.h):
+//   - a persistent grid: one block per SM walks a static list of work tiles (one per batch,
+//     head and query tile), blockIdx.x, blockIdx.x + gridDim.x, ...: causal problems
+//     heaviest first (LPT), full ones head by head, as the flat grids of steps 05-08 ordered
+//     their blocks. The K/V ring and its phases run on across the tiles of a block, so the
+//     producer loads the next tile's first K while the consumers still finish this one
+//   - the epilogue goes out through TMA: each consumer writes its O rows into the Q buffer
+//     (swizzled, as TMA reads it), and one thread stores them with one tile copy per 64
+//     columns; a ragged last tile clips itself. A q_empty barrier tells the producer when the
+//     Q buffer may take the next tile's Q
+//   - a configuration space per head dim (wgmma takes N up to 256 in steps of 8): D = 128
+//     full problems take 176-key tiles, causal ones 128 (shapes(), default_shape(); the
+//     environment's FLASHSTEPS_STEP09_SHAPE forces one, for tests and measurements)
+//   - the producer, the consumers' ping-pong and the softmax are step 08's
+// Why it is faster: a block pays for its start (barriers, the first Q and K in flight) once
+// per SM instead of once per tile, the next tile's first K loads while O is stored, and a
+// 176-key tile issues 38% more tensor work per hand-over and per barrier than a 128-key one.
+// Measured on an NVIDIA H200 in one run with step 08 (bf16, D = 128, N = 8192, non-causal):
+// 568.6 against 551.0 TFLOP/s (1.03x); 1.01-1.06x at D = 128, 0.96-1.04x at D = 64 with
+// step 08's shapes (results/nvidia-h200/runs/step09-shapes-*). The course's goal, SDPA's
+// cuDNN backend, is not reached: the chapter says by how much and where the time goes.
+// Limits: as step 08: fp16/bf16; head_dim a multiple of 8 up to 128 (compiled for 64 and 128,
+// others zero-padded by TMA); 16-byte aligned tensors and strides; sm_90 (H100/H200) only.
+// Chapter: book/steps/09_persistent.md
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <tuple>
+#include <utility>
+
+#include "flashsteps/dispatch.h"
+#include "flashsteps/params.h"
+#include "flashsteps/step.h"
+#include "flashsteps/tile.h"
+#include "flashsteps/tile_sm90.h"
+
+#include "shapes.h"
+
+namespace flashsteps::step09 {
+
+namespace {
+
+// [start:tile_config]
+// As step 08: CONSUMERS warpgroups of 64 query rows (BLOCK_M = 64 x CONSUMERS) and one
+// producer warpgroup, BLOCK_N keys at a time through STAGES buffers of K and of V, every tile
+// stored as HEAD_DIM / 64 swizzled chunks of [rows][64]. New: BLOCK_N may be 176 (any
+// multiple of 16 up to 256 is a wgmma N and a whole number of P V k-steps; 176 is the widest
+// whose S, P and O fit 240 registers at D = 128), and a q_empty barrier.
+template <int HEAD_DIM_, int CONSUMERS_, int BLOCK_N_, int STAGES_>
+struct TileConfig {
+  static constexpr int HEAD_DIM = HEAD_DIM_, CONSUMERS = CONSUMERS_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
+  static constexpr int BLOCK_M = 64 * CONSUMERS;
+  static constexpr int kThreads = (CONSUMERS + 1) * sm90::kWarpgroupThreads;  // + the producer
+  static constexpr int CHUNKS = HEAD_DIM / sm90::kChunkCols;
+  static constexpr std::uint32_t kQBytes = BLOCK_M * HEAD_DIM * 2;   // one Q tile
+  static constexpr std::uint32_t kKvBytes = BLOCK_N * HEAD_DIM * 2;  // one K (or V) tile
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs =
+      ((65536 - kProducerRegs * sm90::kWarpgroupThreads) / (CONSUMERS * sm90::kWarpgroupThreads)) / 8 * 8 > 240
+          ? 240
+          : ((65536 - kProducerRegs * sm90::kWarpgroupThreads) / (CONSUMERS * sm90::kWarpgroupThreads)) / 8 * 8;
+  static_assert(HEAD_DIM % 64 == 0, "HEAD_DIM must be whole 128-byte swizzle chunks");
+  static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 176, "BLOCK_N is a wgmma N this step instantiates");
+  static_assert(STAGES >= 2, "STAGES must be at least 2 (one K/V buffer loading, one in use)");
+  static_assert(CONSUMERS >= 2 && CONSUMERS <= 3, "ping-pong needs two consumers; four would not fit 64 Ki registers");
+  /// Q (which also stages O on its way out), STAGES K and V tiles, the mbarriers, and 1 KiB
+  /// of slack to align the tiles to the 1024-byte period of the swizzle.
+  static constexpr std::size_t smem_bytes = 1024 + kQBytes + 2 * STAGES * kKvBytes + 8 * (2 + 4 * STAGES);
+  static TileShape shape() { return TileShape{BLOCK_M, BLOCK_N, STAGES}; }
+};
+constexpr std::size_t kMaxSmem = 227 * 1024;
+// [end:tile_config]
+
+// [start:scheduler]
+// Work tile t (0 .. B Hq m_tiles - 1) of the static list the persistent blocks walk: causal
+// problems heaviest query tiles first across all heads (LPT, step 05), full ones head by head
+// (the blocks running at once share a head's K and V in L2). The list is dealt out in waves
+// of gridDim.x tiles, back and forth: block i takes position i of waves 0, 2, 4, ... and
+// position gridDim.x - 1 - i of waves 1, 3, ..., so that the block with a wave's heaviest
+// causal tile gets the next wave's lightest (dealt in one direction only, block 0 would get
+// the heaviest of every wave).
+__device__ __forceinline__ std::int64_t dealt_tile(std::int64_t wave) {
+  return wave * gridDim.x + (wave % 2 == 0 ? blockIdx.x : gridDim.x - 1 - blockIdx.x);
+}
+struct WorkTile {
+  std::int64_t bh, b, h, hk, m0, n_tiles;
+};
+template <int BLOCK_M, int BLOCK_N, typename T>
+__device__ __forceinline__ WorkTile work_tile(const Params<T>& p, std::int64_t t) {
+  const std::int64_t BH = p.B * p.Hq;
+  WorkTile w;
+  std::int64_t m_tile;
+  if (p.mask != Mask::none) {
+    w.bh = t % BH;
+    m_tile = p.m_tiles - 1 - t / BH;
+  } else {
+    w.bh = t / p.m_tiles;
+    m_tile = t % p.m_tiles;
+  }
+  w.b = w.bh / p.Hq, w.h = w.bh % p.Hq, w.hk = w.h / (p.Hq / p.Hkv);
+  w.m0 = m_tile * BLOCK_M;
+  const std::int64_t last_row = (w.m0 + BLOCK_M < p.Nq ? w.m0 + BLOCK_M : p.Nq) - 1;
+  w.n_tiles = (last_visible_key(p.mask, last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N;
+  return w;
+}
+// [end:scheduler]
+
+// [start:kernel]
+template <typename T, class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    attention_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
+                     const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap o_map,
+                     const Params<T> p, const std::int64_t work_tiles) {
+  constexpr int HEAD_DIM = Cfg::HEAD_DIM, BLOCK_M = Cfg::BLOCK_M, BLOCK_N = Cfg::BLOCK_N, STAGES = Cfg::STAGES;
+  constexpr int CHUNKS = Cfg::CHUNKS, CONSUMERS = Cfg::CONSUMERS;
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024 - sm90::smem_u32(smem_raw) % 1024) % 1024);
+  T* Q_smem = reinterpret_cast<T*>(smem);             // [CHUNKS][BLOCK_M][64] swizzled; O on its way out
+  T* K_smem = Q_smem + BLOCK_M * HEAD_DIM;            // [STAGES][CHUNKS][BLOCK_N][64] swizzled
+  T* V_smem = K_smem + STAGES * BLOCK_N * HEAD_DIM;   // [STAGES][CHUNKS][BLOCK_N][64] swizzled
+  std::uint64_t* q_full = reinterpret_cast<std::uint64_t*>(V_smem + STAGES * BLOCK_N * HEAD_DIM);
+  std::uint64_t* q_empty = q_full + 1;        // every consumer's O has left the Q buffer
+  std::uint64_t* k_full = q_empty + 1;        // [STAGES]: K tile landed (TMA transaction bytes)
+  std::uint64_t* k_empty = k_full + STAGES;   // [STAGES]: every consumer warp done with the K buffer
+  std::uint64_t* v_full = k_empty + STAGES;   // [STAGES]: V tile landed
+  std::uint64_t* v_empty = v_full + STAGES;   // [STAGES]: every consumer warp done with the V buffer
+  const int wg = threadIdx.x / sm90::kWarpgroupThreads;  // 0: the producer; 1 ..: consumers
+  const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;  // warp within the warpgroup
+
+  if (threadIdx.x == 0) {
+    sm90::mbarrier_init(q_full, 1);
+    sm90::mbarrier_init(q_empty, CONSUMERS);  // one arrival per consumer, after its TMA store read O
+    for (int s = 0; s < STAGES; ++s) {
+      sm90::mbarrier_init(&k_full[s], 1);
+      sm90::mbarrier_init(&v_full[s], 1);
+      sm90::mbarrier_init(&k_empty[s], 4 * CONSUMERS);
+      sm90::mbarrier_init(&v_empty[s], 4 * CONSUMERS);
+    }
+    sm90::mbarrier_init_fence();
+  }
+  __syncthreads();
+
+  // [start:producer]
+  // The producer walks the same work tiles as the consumers. K/V tile number `it` counts on
+  // across work tiles: buffer it % STAGES, phase it / STAGES. The next work tile's first K is
+  // loaded before waiting for q_empty, so it is in flight while the consumers store O.
+  if (wg == 0) {
+    sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
+    if (warp == 0 && lane == 0) {
+      std::uint32_t it = 0, local = 0;  // K/V tiles and work tiles this block has loaded
+      auto load_k = [&](const WorkTile& w, std::int64_t j) {
+        const int stage = static_cast<int>((it + j) % STAGES);
+        const std::uint32_t round = static_cast<std::uint32_t>((it + j) / STAGES);
+        if (round > 0) sm90::mbarrier_wait(&k_empty[stage], (round - 1) % 2, "k_empty");
+        sm90::mbarrier_arrive_expect_tx(&k_full[stage], Cfg::kKvBytes);
+        for (int c = 0; c < CHUNKS; ++c)
+          sm90::tma_load_4d(K_smem + (stage * CHUNKS + c) * BLOCK_N * 64, &k_map, c * 64,
+                            static_cast<int>(j * BLOCK_N), static_cast<int>(w.hk), static_cast<int>(w.b),
+                            &k_full[stage]);
+      };
+      auto load_v = [&](const WorkTile& w, std::int64_t j) {
+        const int stage = static_cast<int>((it + j) % STAGES);
+        const std::uint32_t round = static_cast<std::uint32_t>((it + j) / STAGES);
+        if (round > 0) sm90::mbarrier_wait(&v_empty[stage], (round - 1) % 2, "v_empty");
+        sm90::mbarrier_arrive_expect_tx(&v_full[stage], Cfg::kKvBytes);
+        for (int c = 0; c < CHUNKS; ++c)
+          sm90::tma_load_4d(V_smem + (stage * CHUNKS + c) * BLOCK_N * 64, &v_map, c * 64,
+                            static_cast<int>(j * BLOCK_N), static_cast<int>(w.hk), static_cast<int>(w.b),
+                            &v_full[stage]);
+      };
+      for (std::int64_t wave = 0; wave * gridDim.x < work_tiles; ++wave) {
+        const std::int64_t t = dealt_tile(wave);
+        if (t >= work_tiles) continue;  // the last wave is short
+        const WorkTile w = work_tile<BLOCK_M, BLOCK_N>(p, t);
+        if (w.n_tiles > 0) load_k(w, 0);
+        if (local > 0) sm90::mbarrier_wait(q_empty, (local - 1) % 2, "q_empty");
+        sm90::mbarrier_arrive_expect_tx(q_full, Cfg::kQBytes);
+        for (int c = 0; c < CHUNKS; ++c)
+          sm90::tma_load_4d(Q_smem + c * BLOCK_M * 64, &q_map, c * 64, static_cast<int>(w.m0), static_cast<int>(w.h),
+                            static_cast<int>(w.b), q_full);
+        for (std::int64_t j = 0; j < w.n_tiles; ++j) {
+          if (j > 0) load_k(w, j);
+          load_v(w, j);
+        }
+        it += static_cast<std::uint32_t>(w.n_tiles);
+        ++local;
+      }
+    }
+    return;
+  }
+  sm90::setmaxnreg_inc<Cfg::kConsumerRegs>();
+  // [end:producer]
+
+  const int consumer = wg - 1;
+  auto my_turn = [&] { sm90::named_barrier_sync(1 + consumer, 2 * sm90::kWarpgroupThreads); };
+  auto next_turn = [&](bool last_batch) {
+    if (!(last_batch && consumer == CONSUMERS - 1))
+      sm90::named_barrier_arrive(1 + (consumer + 1) % CONSUMERS, 2 * sm90::kWarpgroupThreads);
+  };
+  const int r0 = 64 * consumer + 16 * warp + lane / 4;                       // row within the block
+  const std::uint32_t q_addr = sm90::smem_u32(Q_smem) + 64 * consumer * 128;  // this warpgroup's rows
+  std::uint32_t it = 0, local = 0;
+
+  for (std::int64_t wave = 0; wave * gridDim.x < work_tiles; ++wave) {
+    const std::int64_t t = dealt_tile(wave);
+    if (t >= work_tiles) continue;
+    const WorkTile w = work_tile<BLOCK_M, BLOCK_N>(p, t);
+    const std::int64_t m0 = w.m0, n_tiles = w.n_tiles;
+    // This consumer's share of the tile, as step 08.
+    const std::int64_t wg_row0 = m0 + 64 * consumer, wg_last_row = (wg_row0 + 64 < p.Nq ? wg_row0 + 64 : p.Nq) - 1;
+    const std::int64_t wg_tiles =
+        wg_row0 >= p.Nq ? 0 : (last_visible_key(p.mask, wg_last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N;
+    const std::int64_t wg_full_tiles =
+        wg_row0 >= p.Nq ? 0 : (last_visible_key(p.mask, wg_row0, p.Nq, p.Nk) + 1) / BLOCK_N;
+    if (consumer == CONSUMERS - 1 && n_tiles > 0) sm90::named_barrier_arrive(1, 2 * sm90::kWarpgroupThreads);
+
+    // [start:online_softmax]
+    float o_acc[HEAD_DIM / 2];
+#pragma unroll
+    for (int i = 0; i < HEAD_DIM / 2; ++i) o_acc[i] = 0.0f;
+    float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};
+    std::uint32_t p_frag[BLOCK_N / 16][4];
+    sm90::mbarrier_wait(q_full, local % 2, "q_full");
+
+    // K/V tile j of this work tile is tile it + j of the block's ring.
+    auto wait_v = [&](std::int64_t j) {
+      sm90::mbarrier_wait(&v_full[(it + j) % STAGES], static_cast<std::uint32_t>((it + j) / STAGES) % 2, "v_full");
+    };
+    auto issue_pv = [&](std::int64_t j) {
+      const int stage = static_cast<int>((it + j) % STAGES);
+      const std::uint32_t v_addr = sm90::smem_u32(V_smem + stage * CHUNKS * BLOCK_N * 64);
+#pragma unroll
+      for (int kk = 0; kk < BLOCK_N / 16; ++kk)
+        sm90::wgmma_rs<HEAD_DIM, T>(o_acc, p_frag[kk], sm90::desc_mn_major(v_addr + kk * 16 * 128, BLOCK_N * 128),
+                                    true);
+    };
+    auto release_v = [&](std::int64_t j) {
+      if (lane == 0) sm90::mbarrier_arrive(&v_empty[(it + j) % STAGES]);
+    };
+
+    auto kv_tile = [&](std::int64_t j, auto masked_tag, auto with_pv_tag) {
+      constexpr bool MASKED = decltype(masked_tag)::value, WITH_PV = decltype(with_pv_tag)::value;
+      const int stage = static_cast<int>((it + j) % STAGES);
+      const std::int64_t n0 = j * BLOCK_N;
+      sm90::mbarrier_wait(&k_full[stage], static_cast<std::uint32_t>((it + j) / STAGES) % 2, "k_full");
+      if (WITH_PV) wait_v(j - 1);
+
+      float s_acc[BLOCK_N / 2];
+      const std::uint32_t k_addr = sm90::smem_u32(K_smem + stage * CHUNKS * BLOCK_N * 64);
+      my_turn();
+      sm90::fence_registers(s_acc);
+      sm90::fence_registers(o_acc);
+      sm90::wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
+        const int chunk = kk / 4, col_bytes = (kk % 4) * 32;
+        sm90::wgmma_ss<BLOCK_N, T>(s_acc, sm90::desc_k_major(q_addr + chunk * BLOCK_M * 128 + col_bytes),
+                                   sm90::desc_k_major(k_addr + chunk * BLOCK_N * 128 + col_bytes), kk > 0);
+      }
+      sm90::wgmma_commit();
+      if constexpr (WITH_PV) issue_pv(j - 1);
+      sm90::wgmma_commit();
+      next_turn(false);
+      sm90::wgmma_wait<1>();
+      sm90::fence_registers(s_acc);
+      if (lane == 0) sm90::mbarrier_arrive(&k_empty[stage]);
+
+      if constexpr (MASKED) {
+        int last_col[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const std::int64_t last = last_visible_key(p.mask, m0 + r0 + 8 * r, p.Nq, p.Nk) - n0;
+          last_col[r] = static_cast<int>(last < -1 ? -1 : last > BLOCK_N ? BLOCK_N : last);
+        }
+#pragma unroll
+        for (int i = 0; i < BLOCK_N / 2; ++i)
+          if (8 * (i / 4) + 2 * (lane % 4) + i % 2 > last_col[(i / 2) % 2]) s_acc[i] = -INFINITY;
+      }
+      float m_new[2], m_use[2], alpha[2], bias[2];
+      sm90::reduce_rows<BLOCK_N>(s_acc, m_new, [](float a, float c) { return fmaxf(a, c); });
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        m_new[r] = fmaxf(m_i[r], m_new[r]);
+        m_new[r] = fmaxf(m_new[r], vendor::shfl_xor(m_new[r], 1));
+        m_new[r] = fmaxf(m_new[r], vendor::shfl_xor(m_new[r], 2));
+        m_use[r] = m_new[r] == -INFINITY ? 0.0f : m_new[r];
+        alpha[r] = m_new[r] == -INFINITY ? 1.0f : tile::exp2_approx((m_i[r] - m_new[r]) * p.scale_log2);
+        m_i[r] = m_new[r];
+        bias[r] = m_use[r] * p.scale_log2;
+      }
+      if (!tile::warp_any(!(fabsf(bias[0]) < 1024.0f && fabsf(bias[1]) < 1024.0f))) {
+#pragma unroll
+        for (int i = 0; i < BLOCK_N / 2; ++i) s_acc[i] = tile::exp2_approx(fmaf(s_acc[i], p.scale_log2, -bias[(i / 2) % 2]));
+      } else {
+#pragma unroll
+        for (int i = 0; i < BLOCK_N / 2; ++i) s_acc[i] = tile::exp2_approx((s_acc[i] - m_use[(i / 2) % 2]) * p.scale_log2);
+      }
+      float row_sum[2];
+      sm90::reduce_rows<BLOCK_N>(s_acc, row_sum, [](float a, float c) { return a + c; });
+#pragma unroll
+      for (int r = 0; r < 2; ++r) l_i[r] = l_i[r] * alpha[r] + row_sum[r];
+
+      sm90::wgmma_wait<0>();
+      sm90::fence_registers(o_acc);
+      if (WITH_PV) release_v(j - 1);
+      if (tile::warp_any(alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+        for (int i = 0; i < HEAD_DIM / 2; ++i) o_acc[i] *= alpha[(i / 2) % 2];
+      }
+#pragma unroll
+      for (int kk = 0; kk < BLOCK_N / 16; ++kk)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) p_frag[kk][r] = tile::pack2<T>(s_acc[8 * kk + 2 * r], s_acc[8 * kk + 2 * r + 1]);
+    };
+    if (wg_tiles > 0) {
+      if (wg_full_tiles > 0) kv_tile(0, std::false_type{}, std::false_type{});
+      else kv_tile(0, std::true_type{}, std::false_type{});
+    }
+    std::int64_t j = 1;
+    for (; j < wg_full_tiles; ++j) kv_tile(j, std::false_type{}, std::true_type{});
+    for (; j < wg_tiles; ++j) kv_tile(j, std::true_type{}, std::true_type{});
+    if (wg_tiles > 0) {
+      wait_v(wg_tiles - 1);
+      my_turn();
+      sm90::fence_registers(o_acc);
+      sm90::wgmma_fence();
+      issue_pv(wg_tiles - 1);
+      sm90::wgmma_commit();
+      next_turn(wg_tiles == n_tiles);
+      sm90::wgmma_wait<0>();
+      sm90::fence_registers(o_acc);
+      release_v(wg_tiles - 1);
+    } else if (n_tiles > 0) {
+      my_turn();
+      next_turn(false);
+    }
+    for (j = wg_tiles; j < n_tiles; ++j) {
+      my_turn();
+      next_turn(j == n_tiles - 1);
+      sm90::mbarrier_wait(&k_full[(it + j) % STAGES], static_cast<std::uint32_t>((it + j) / STAGES) % 2, "k_full");
+      if (lane == 0) sm90::mbarrier_arrive(&k_empty[(it + j) % STAGES]);
+      wait_v(j);
+      release_v(j);
+    }
+    it += static_cast<std::uint32_t>(n_tiles);
+    // [end:online_softmax]
+
+    // [start:epilogue]
+    // O_i = o_acc / l_i and the LSE as step 08. The O rows of this warpgroup go into its own
+    // 64 rows of the Q buffer, laid out as TMA reads them (its wgmmas are done with them);
+    // then one thread stores them, one 64-column box per chunk, and once TMA has read them
+    // the warpgroup tells the producer (q_empty) that its part of the buffer is free.
+    float inv_l[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = l_i[r];
+      l += vendor::shfl_xor(l, 1);
+      l += vendor::shfl_xor(l, 2);
+      inv_l[r] = l > 0.0f ? 1.0f / l : 0.0f;
+      const float lse = l > 0.0f ? (m_i[r] * p.scale_log2 + log2f(l)) * 0.69314718f : -INFINITY;
+      const std::int64_t row = m0 + r0 + 8 * r;
+      if (lane % 4 == 0 && p.lse != nullptr && row < p.Nq) p.lse[w.bh * p.Nq + row] = lse;
+    }
+    unsigned char* q_bytes = reinterpret_cast<unsigned char*>(Q_smem);
+#pragma unroll
+    for (int i = 0; i < HEAD_DIM / 2; i += 2) {
+      const int r = (i / 2) % 2, col = 8 * (i / 4) + 2 * (lane % 4);
+      *reinterpret_cast<std::uint32_t*>(q_bytes + sm90::swizzle_128b(BLOCK_M, r0 + 8 * r, col)) =
+          tile::pack2<T>(o_acc[i] * inv_l[r], o_acc[i + 1] * inv_l[r]);
+    }
+    sm90::fence_proxy_async_smem();  // these writes, then TMA's reads
+    sm90::named_barrier_sync(1 + CONSUMERS + consumer, sm90::kWarpgroupThreads);
+    if (warp == 0 && lane == 0) {
+      for (int c = 0; c < CHUNKS; ++c)
+        sm90::tma_store_4d(&o_map, Q_smem + c * BLOCK_M * 64 + 64 * consumer * 64, c * 64,
+                           static_cast<int>(m0 + 64 * consumer), static_cast<int>(w.h), static_cast<int>(w.b));
+      sm90::tma_store_commit();
+      sm90::tma_store_wait_read();
+      sm90::mbarrier_arrive(q_empty);
+    }
+    ++local;
+    // [end:epilogue]
+  }
+}
+// [end:kernel]
+
+// [start:space]
+// The configuration space: per compiled head dim, the shapes below. Two consumers with
+// 64-key tiles are left out (step 08 measured them no faster), 176-key tiles at D = 64 too
+// (a 64 x 176 S is twice the work per exponent of D = 64's GEMMs: the softmax would be the
+// longer phase), and three consumers at D = 128 (160 registers cannot hold a 64 x 128 O, S
+// and P).
+template <int HEAD_DIM>
+using Space = std::conditional_t<HEAD_DIM == 64,
+                                 std::tuple<TileConfig<64, 3, 64, 4>, TileConfig<64, 2, 128, 2>>,
+                                 std::tuple<TileConfig<HEAD_DIM, 2, 176, 2>, TileConfig<HEAD_DIM, 2, 128, 2>>>;
+// [end:space]
+
+template <typename T, class Cfg>
+void launch(const AttentionArgs& args, vendor::Stream stream) {
+  static_assert(Cfg::smem_bytes <= kMaxSmem, "the tiles exceed the shared memory of a block");
+  const Params<T> p = make_params<T>(args, Cfg::BLOCK_M);
+  // [start:grid]
+  // One block per SM (a block takes all the registers of one), never more blocks than tiles.
+  const std::int64_t work_tiles = p.B * p.Hq * p.m_tiles;
+  const int sms = vendor::multiprocessor_count();
+  const unsigned blocks = static_cast<unsigned>(work_tiles < sms ? work_tiles : sms);
+  // [end:grid]
+  const CUtensorMap q_map = sm90::make_tensor_map(args.q, "q", Cfg::BLOCK_M);
+  const CUtensorMap o_map = sm90::make_tensor_map(args.o, "o", 64);  // one consumer's 64 rows per box
+  CUtensorMap k_map{}, v_map{};
+  if (p.Nk > 0) {
+    k_map = sm90::make_tensor_map(args.k, "k", Cfg::BLOCK_N);
+    v_map = sm90::make_tensor_map(args.v, "v", Cfg::BLOCK_N);
+  }
+  const void* kernel = reinterpret_cast<const void*>(&attention_kernel<T, Cfg>);
+  vendor::set_max_dynamic_smem(kernel, Cfg::smem_bytes);
+  attention_kernel<T, Cfg><<<blocks, Cfg::kThreads, Cfg::smem_bytes, stream>>>(q_map, k_map, v_map, o_map, p, work_tiles);
+  FLASHSTEPS_CHECK_LAUNCH("step09::attention_kernel");
+}
+
+// Launches the configuration of @p space whose shape is @p shape; false when there is none.
+template <class... Cfg>
+bool launch_shape(const TileShape& shape, const AttentionArgs& args, vendor::Stream stream, std::tuple<Cfg...>) {
+  bool found = false;
+  auto try_one = [&](auto cfg) {
+    using C = decltype(cfg);
+    if (found || !(C::shape() == shape)) return;
+    found = true;
+    if (is_empty(args)) return;
+    sm90::require_sm90("step 09");
+    vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (!std::is_same_v<T, float>) launch<T, C>(args, stream);
+    });
+  };
+  (try_one(Cfg{}), ...);
+  return found;
+}
+
+std::string space_text(int head_dim) {
+  std::string s;
+  for (const TileShape& t : shapes(head_dim)) s += (s.empty() ? "" : ", ") + t.name();
+  return s.empty() ? std::string("none") : s;
+}
+
+}  // namespace
+
+std::string TileShape::name() const {
+  return "m" + std::to_string(block_m) + "_n" + std::to_string(block_n) + "_s" + std::to_string(stages);
+}
+
+std::optional<TileShape> TileShape::parse(const std::string& text) {
+  TileShape t;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "m%d_n%d_s%d%c", &t.block_m, &t.block_n, &t.stages, &tail) != 3) return std::nullopt;
+  return t;
+}
+
+std::vector<TileShape> shapes(int head_dim) {
+  std::vector<TileShape> out;
+  for (int d : kHopperHeadDims)
+    if (d == head_dim)
+      dispatch_head_dim_sm90(d, "step 09", [&](auto head_dim_tag) {
+        std::apply([&](auto... cfg) { (out.push_back(decltype(cfg)::shape()), ...); },
+                   Space<decltype(head_dim_tag)::value>{});
+      });
+  return out;
+}
+
+// [start:default_shape]
+// Measured on the H200 (bf16, N 1024-8192, results/nvidia-h200/runs/step09-shapes-*): at
+// D = 128 the 176-key tiles gain 1-6% on full problems and lose up to 9% on short causal
+// ones; at D = 64 two consumers with 128-key tiles gain 2-10% on full problems, and three
+// with 64-key tiles keep the short causal ones 0-2% ahead.
+TileShape default_shape(int head_dim, Mask mask) {
+  if (head_dim == 64) return mask == Mask::none ? TileShape{128, 128, 2} : TileShape{192, 64, 4};
+  return mask == Mask::none ? TileShape{128, 176, 2} : TileShape{128, 128, 2};
+}
+// [end:default_shape]
+
+std::size_t workspace_bytes(const AttentionArgs&) { return 0; }
+
+StepInfo info() {
+  StepInfo i{9, "persistent", "Hopper: a persistent grid, the O tile stored by TMA, 176-key tiles at D = 128 (sm_90a)"};
+  i.accepts_fp32 = false, i.head_dim_multiple = 8, i.alignment_elems = 8, i.max_head_dim = 128;
+  return i;
+}
+
+// [start:launcher]
+namespace {
+// The shape to run: @p forced, else FLASHSTEPS_STEP09_SHAPE from the environment, else the default.
+void forward(const AttentionArgs& args, vendor::Stream stream, const TileShape* forced) {
+  validate(args);
+  check_tensor_core_args(args, "step 09");
+  for (const auto& [name, n] : {std::pair<const char*, std::int64_t>{"q.shape[2] (seqlen_q)", args.seqlen_q()},
+                                std::pair<const char*, std::int64_t>{"k.shape[2] (seqlen_k)", args.seqlen_k()}})
+    if (n > std::numeric_limits<std::int32_t>::max())  // TMA coordinates are 32-bit
+      throw exceeds_limit("step 09", name, n, "TMA's 32-bit coordinates", std::numeric_limits<std::int32_t>::max());
+  dispatch_head_dim_sm90(args.head_dim(), "step 09", [&](auto head_dim_tag) {
+    constexpr int D = decltype(head_dim_tag)::value;
+    TileShape shape = default_shape(D, args.mask);
+    std::string why = "shape";
+    if (forced != nullptr) {
+      shape = *forced;
+    } else if (const char* env = std::getenv("FLASHSTEPS_STEP09_SHAPE"); env != nullptr && *env != '\0') {
+      const std::optional<TileShape> parsed = TileShape::parse(env);
+      if (!parsed)
+        throw Unsupported(std::string("FLASHSTEPS_STEP09_SHAPE (") + env + ") is not a step 09 shape name such as m128_n176_s2");
+      shape = *parsed, why = "FLASHSTEPS_STEP09_SHAPE shape";
+    }
+    if (!launch_shape(shape, args, stream, Space<D>{}))
+      throw Unsupported(why + " " + shape.name() + " is not in step 09's space for head_dim " + std::to_string(D) + ": " +
+                        space_text(D));
+  });
+}
+}  // namespace
+
+void attention_forward(const AttentionArgs& args, vendor::Stream stream) { forward(args, stream, nullptr); }
+
+void attention_forward_with(const AttentionArgs& args, vendor::Stream stream, const TileShape& shape) {
+  forward(args, stream, &shape);
+}
+// [end:launcher]
+
+}  // namespace flashsteps::step09

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+// Step 09 runs a shape per problem (shapes.h), so every shape of its space must be correct,
+// not only the default one: for each compiled head dim and each shape, a small matrix against
+// the float64 reference (ragged and multi-tile seqlens, more work tiles than SMs so that a
+// persistent block walks several, both causal alignments with Nq != Nk both ways, GQA, a
+// padded head dim, the BSHD layout). Linked into test_step09 beside the conformance suite.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "flashsteps/dispatch.h"
+#include "flashsteps/harness.h"
+#include "flashsteps/reference.h"
+#include "flashsteps/step.h"
+#include "flashsteps/verify.h"
+#include "shapes.h"
+#include "test_util.h"
+
+namespace flashsteps {
+namespace {
+
+struct ShapeCase {
+  step09::TileShape shape;
+  Problem problem;
+  std::string name() const { return shape.name() + "_" + problem.name(); }
+};
+
+using testing::make;
+
+std::vector<ShapeCase> shape_cases() {
+  std::vector<ShapeCase> cases;
+  for (int d : kHopperHeadDims)
+    for (const step09::TileShape& s : step09::shapes(d)) {
+      cases.push_back({s, make(1, 2, 2, 1, 1, d, DType::f16, Mask::none)});
+      cases.push_back({s, make(1, 2, 2, 300, 300, d, DType::bf16, Mask::causal_bottom_right)});
+      cases.push_back({s, make(2, 4, 2, 130, 257, d - 8, DType::f16, Mask::causal_top_left)});
+      cases.push_back({s, make(1, 2, 2, 257, 130, d, DType::bf16, Mask::causal_bottom_right)});
+      cases.push_back({s, make(1, 3, 3, 200, 333, d, DType::bf16, Mask::none, Layout::bshd)});
+      // 4 x 8 heads x 6+ query tiles: more work tiles than the 132 SMs of an H200, so blocks
+      // take a second and third tile (the K/V ring's phases and q_empty carry over).
+      cases.push_back({s, make(4, 8, 2, 1000, 1000, d, DType::bf16, Mask::none)});
+      cases.push_back({s, make(4, 8, 2, 1000, 1000, d, DType::f16, Mask::causal_top_left)});
+    }
+  return cases;
+}
+
+// The shape the test's entry point forces (StepFns takes plain function pointers).
+step09::TileShape g_shape;
+void forward_with_g_shape(const AttentionArgs& a, vendor::Stream s) { step09::attention_forward_with(a, s, g_shape); }
+
+class EveryShape : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(EveryShape, MatchesFloat64Reference) {
+  if (vendor::device_count() == 0) GTEST_SKIP() << "no GPU visible to the " << vendor::kName << " runtime";
+  const ShapeCase& c = GetParam();
+  const HostInputs in = make_random_inputs(c.problem, seed_from_name(c.problem.name()));
+  const reference::Result ref = reference::run(in);
+  DeviceCase device_case(in);
+  g_shape = c.shape;
+  const DeviceCase::Output out = run_once(device_case, StepFns{&forward_with_g_shape, &step09::workspace_bytes});
+  EXPECT_TRUE(out.guards_intact) << "a write landed outside a buffer";
+  EXPECT_EQ(out.unwritten, 0) << "output elements left unwritten (still NaN from the poison)";
+  const Verdict v = verify_output(c.problem, ref.o, ref.lse, out.o, out.lse);
+  EXPECT_EQ(v.failure, "") << c.name();
+  const DeviceCase::Output base = run_once(device_case, StepFns{&step01::attention_forward, &step01::workspace_bytes});
+  const Verdict vb = verify_output(c.problem, ref.o, ref.lse, base.o, base.lse);
+  EXPECT_EQ(check_against_baseline(v.o, vb.o, c.problem.dtype), "") << c.name();
+}
+
+INSTANTIATE_TEST_SUITE_P(Space, EveryShape, ::testing::ValuesIn(shape_cases()),
+                         [](const ::testing::TestParamInfo<ShapeCase>& info) {
+                           return testing::test_name(info.param.name());
+                         });
+
+// The space is what shapes.h says: both compiled head dims have shapes, each default is one
+// of them, names round-trip, and a shape outside the space is refused by name before any launch.
+TEST(Space, EveryHeadDimHasShapesAndTheDefaultsAreAmongThem) {
+  for (int d : kHopperHeadDims) {
+    const std::vector<step09::TileShape> s = step09::shapes(d);
+    ASSERT_FALSE(s.empty()) << "head_dim " << d;
+    for (Mask m : {Mask::none, Mask::causal_bottom_right, Mask::causal_top_left}) {
+      const step09::TileShape def = step09::default_shape(d, m);
+      EXPECT_NE(std::find(s.begin(), s.end(), def), s.end()) << def.name();
+    }
+    for (const step09::TileShape& t : s) {
+      const auto parsed = step09::TileShape::parse(t.name());
+      ASSERT_TRUE(parsed.has_value()) << t.name();
+      EXPECT_EQ(*parsed, t);
+    }
+  }
+  EXPECT_EQ(step09::default_shape(128, Mask::none).name(), "m128_n176_s2");
+  EXPECT_EQ(step09::default_shape(128, Mask::causal_top_left).name(), "m128_n128_s2");
+  EXPECT_EQ(step09::default_shape(64, Mask::none).name(), "m128_n128_s2");
+  EXPECT_EQ(step09::default_shape(64, Mask::causal_bottom_right).name(), "m192_n64_s4");
+  EXPECT_TRUE(step09::shapes(96).empty());
+  EXPECT_FALSE(step09::TileShape::parse("m128_n176").has_value());
+  EXPECT_FALSE(step09::TileShape::parse("m128_n176_s2x").has_value());
+}
+
+TEST(Space, ShapeOutsideTheSpaceIsRefusedByName) {
+  AttentionArgs a;
+  std::uintptr_t address = 0x1000000;
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
+    t->data = reinterpret_cast<void*>(address += 0x1000000);
+    t->dtype = DType::bf16;
+    t->shape[0] = 1, t->shape[1] = 2, t->shape[2] = 16, t->shape[3] = 128;
+    t->stride[0] = 2 * 16 * 128, t->stride[1] = 16 * 128, t->stride[2] = 128, t->stride[3] = 1;
+  }
+  try {
+    step09::attention_forward_with(a, nullptr, step09::TileShape{192, 176, 2});
+    ADD_FAILURE() << "accepted a shape outside the space";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("shape m192_n176_s2 is not in step 09's space for head_dim 128"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace flashsteps
