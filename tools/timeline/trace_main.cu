@@ -24,6 +24,7 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -51,9 +52,9 @@ void request_block(std::int32_t block) {
 
 // Clears the header and the lanes (the records are overwritten, and read only up to a count).
 void clear_trace() {
-  sm90::TraceBuffer header{};
-  header.block = -1;
-  FLASHSTEPS_CHECK(cudaMemcpyToSymbol(sm90::g_trace, &header, offsetof(sm90::TraceBuffer, records)));
+  const auto empty = std::make_unique<sm90::TraceBuffer>();  // 1 MiB: not on the stack
+  empty->block = -1;
+  FLASHSTEPS_CHECK(cudaMemcpyToSymbol(sm90::g_trace, empty.get(), offsetof(sm90::TraceBuffer, records)));
 }
 
 double median(std::vector<float> v) {
@@ -139,36 +140,23 @@ std::string dump(Json doc) {
   return text;
 }
 
-}  // namespace
-}  // namespace flashsteps
-
-int main(int argc, char** argv) {
-  using namespace flashsteps;
-  const std::string step_id = FLASHSTEPS_STRINGIFY(FLASHSTEPS_STEP_NS);
-  CLI::App app{"One traced call of " + step_id + ": per-warpgroup phase marks of one block, as JSON"};
-  std::string dtype_arg = "bf16", out = step_id + "_trace.json";
+// The command line.
+struct Options {
+  std::string dtype = "bf16", out;
   int head_dim = 128, warmup = 3, reps = 5;
-  std::int64_t seqlen = 8192, batch = 0, heads = 0;
+  std::int64_t seqlen = 8192, batch = 0, heads = 0;  // batch, heads 0: the standard set's
   bool causal = false;
   std::int32_t block = sm90::kTraceMiddleBlock;
-  app.add_option("--dtype", dtype_arg, "element type")->check(CLI::IsMember({"bf16", "fp16"}));
-  app.add_option("--head-dim", head_dim, "head_dim")->check(CLI::Range(1, 1024));
-  app.add_option("--seqlen", seqlen, "seqlen_q = seqlen_k")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  app.add_flag("--causal", causal, "bottom-right causal mask (default: none)");
-  app.add_option("--batch", batch, "batch (default: the standard set's, max(1, 16384 / seqlen))");
-  app.add_option("--heads", heads, "heads_q = heads_kv (default: the standard set's, max(1, 2048 / head_dim))");
-  app.add_option("--block", block, "blockIdx.x to trace (default: the middle block of the grid, gridDim.x / 2)")
-      ->check(CLI::Range(0, 1 << 30));
-  app.add_option("--warmup", warmup, "untraced calls before the timed ones")->check(CLI::Range(0, 100));
-  app.add_option("--reps", reps, "timed calls, untraced and traced (median)")->check(CLI::Range(1, 1000));
-  app.add_option("--out", out, "JSON file to write");
-  CLI11_PARSE(app, argc, argv);
-  if (vendor::device_count() == 0) {
-    std::fprintf(stderr, "No GPU found by the %s runtime: nothing traced.\n", vendor::kName);
-    return 1;
-  }
-  std::string command = "trace_" + step_id;
-  for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+};
+
+// One traced call and its JSON (see the top of this file); returns the exit status.
+int run_trace(const Options& o, const std::string& step_id, const std::string& command) {
+  const std::string& dtype_arg = o.dtype;
+  const std::string& out = o.out;
+  const int head_dim = o.head_dim, warmup = o.warmup, reps = o.reps;
+  const std::int64_t seqlen = o.seqlen, batch = o.batch, heads = o.heads;
+  const bool causal = o.causal;
+  const std::int32_t block = o.block;
 
   reference::Runtime reference_runtime;
   Problem p;
@@ -268,7 +256,9 @@ int main(int argc, char** argv) {
   doc["event_fields"] = {"cycles", "phase", "edge", "tile"};
   std::uint64_t dropped = 0;
   doc["lanes"] = lanes_of(*trace, dropped);
-  std::ofstream(out) << dump(doc) << "\n";
+  std::ofstream file(out);
+  file << dump(doc) << "\n";
+  if (!file.flush()) throw std::runtime_error("could not write " + out);
 
   const double cycles_per_us = doc["clock"]["cycles_per_us"].get<double>();
   std::printf("%s %s: block %d of %u (SM %u), %zu lanes, %.1f MHz (%s)\n", step_id.c_str(), name.c_str(),
@@ -285,4 +275,41 @@ int main(int argc, char** argv) {
                                 static_cast<unsigned long long>(dropped));
   std::printf("wrote %s\n", out.c_str());
   return failure.empty() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace flashsteps
+
+int main(int argc, char** argv) {
+  using namespace flashsteps;
+  const std::string step_id = FLASHSTEPS_STRINGIFY(FLASHSTEPS_STEP_NS);
+  CLI::App app{"One traced call of " + step_id + ": per-warpgroup phase marks of one block, as JSON"};
+  Options o;
+  o.out = step_id + "_trace.json";
+  app.add_option("--dtype", o.dtype, "element type")->check(CLI::IsMember({"bf16", "fp16"}));
+  app.add_option("--head-dim", o.head_dim, "head_dim")->check(CLI::Range(1, 1024));
+  app.add_option("--seqlen", o.seqlen, "seqlen_q = seqlen_k")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  app.add_flag("--causal", o.causal, "bottom-right causal mask (default: none)");
+  app.add_option("--batch", o.batch, "batch (default: the standard set's, max(1, 16384 / seqlen))")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
+  app.add_option("--heads", o.heads, "heads_q = heads_kv (default: the standard set's, max(1, 2048 / head_dim))")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
+  app.add_option("--block", o.block, "blockIdx.x to trace (default: the middle block of the grid, gridDim.x / 2)")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--warmup", o.warmup, "untraced calls before the timed ones")->check(CLI::Range(0, 100));
+  app.add_option("--reps", o.reps, "timed calls, untraced and traced (median)")->check(CLI::Range(1, 1000));
+  app.add_option("--out", o.out, "JSON file to write");
+  CLI11_PARSE(app, argc, argv);
+  if (vendor::device_count() == 0) {
+    std::fprintf(stderr, "No GPU found by the %s runtime: nothing traced.\n", vendor::kName);
+    return 1;
+  }
+  std::string command = "trace_" + step_id;
+  for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+  try {
+    return run_trace(o, step_id, command);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trace_%s: %s\n", step_id.c_str(), e.what());
+    return 1;
+  }
 }
