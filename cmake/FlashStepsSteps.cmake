@@ -43,7 +43,9 @@
 #   STEP_NUMBER, STEP_SLUG, STEP_ID (stepNN), STEP_DIR (absolute folder),
 #   STEP_LIBRARY (flashsteps_stepNN), STEP_TEST (test_stepNN, empty without tests),
 #   STEP_BENCH (bench_stepNN, empty without benchmarks), STEP_TARGET (stepN)
-# and may call flashsteps_gpu_sources(<target> <file>...) to add CUDA/HIP sources.
+# and may call flashsteps_gpu_sources(<target> <file>...) to add CUDA/HIP sources, and
+# flashsteps_add_trace_tool() (a Hopper step whose kernel makes the trace calls of
+# common/include/flashsteps/trace_sm90.h) to get trace_stepNN in a -DFLASHSTEPS_TRACE=ON build.
 #
 # Skipped steps: FLASHSTEPS_BACKEND=NONE skips every step, and REQUIRES skips a step where
 # it cannot be built. Configure prints "Step NN slug: not built (<reason>)", and `make stepN`
@@ -81,6 +83,38 @@ endfunction()
 function(flashsteps_gpu_sources target)
   set_source_files_properties(${ARGN} PROPERTIES LANGUAGE ${FLASHSTEPS_GPU_LANG})
   target_sources(${target} PRIVATE ${ARGN})
+endfunction()
+
+# flashsteps_add_trace_tool(): called from a step's step.cmake. In a build configured with
+# -DFLASHSTEPS_TRACE=ON it adds trace_stepNN (built by `make stepN`): tools/timeline/trace_main.cu,
+# which includes the step's own step.cu with FLASHSTEPS_TRACE defined, so the kernel's trace
+# calls record the phases of one block, and writes them as JSON (tools/timeline/README.md).
+# It is compiled as the step's library is: the same architecture (90a alone), compile options
+# (ptxas warnings are errors) and compiler launcher (the serialized-wgmma check), and linked to
+# the same libraries. Without the option it adds nothing, and in no build are the step's
+# library, tests or benchmark traced.
+function(flashsteps_add_trace_tool)
+  if(NOT FLASHSTEPS_TRACE)
+    return()
+  endif()
+  if(NOT FLASHSTEPS_BACKEND STREQUAL "CUDA")
+    message(FATAL_ERROR "flashsteps_add_trace_tool (${STEP_ID}): the trace calls are CUDA (sm_90a) only")
+  endif()
+  set(tool trace_${STEP_ID})
+  add_executable(${tool})
+  flashsteps_gpu_sources(${tool} ${CMAKE_SOURCE_DIR}/tools/timeline/trace_main.cu)
+  target_include_directories(${tool} PRIVATE ${STEP_DIR} ${CMAKE_BINARY_DIR}/generated)
+  target_compile_definitions(${tool} PRIVATE FLASHSTEPS_STEP_NS=${STEP_ID} FLASHSTEPS_TRACE)
+  foreach(property CUDA_ARCHITECTURES CUDA_COMPILER_LAUNCHER COMPILE_OPTIONS)
+    get_target_property(value ${STEP_LIBRARY} ${property})
+    if(value)
+      set_target_properties(${tool} PROPERTIES ${property} "${value}")
+    endif()
+  endforeach()
+  get_target_property(step_libs ${STEP_LIBRARY} LINK_LIBRARIES)
+  target_link_libraries(${tool} PRIVATE ${step_libs} flashsteps_reference CLI11::CLI11 nlohmann_json::nlohmann_json)
+  add_dependencies(${tool} flashsteps_commit)
+  add_dependencies(${STEP_TARGET} ${tool})
 endfunction()
 
 # flashsteps_isa_set(NAME CUDA <regex>... [HIP <regex>...]): see the top of this file. A set

@@ -36,6 +36,7 @@
 #include "flashsteps/step.h"
 #include "flashsteps/tile.h"
 #include "flashsteps/tile_sm90.h"
+#include "flashsteps/trace_sm90.h"
 
 namespace flashsteps::step08 {
 
@@ -100,6 +101,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   std::uint64_t* v_empty = v_full + STAGES;   // [STAGES]: every consumer warp done with the V buffer
   const int wg = threadIdx.x / sm90::kWarpgroupThreads;  // 0: the producer; 1 ..: consumers
   const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;  // warp within the warpgroup
+  sm90::Tracer trace(BLOCK_M, BLOCK_N, STAGES);  // phase marks of one block, in trace builds only (trace_sm90.h)
 
   // [start:schedule]
   // As step 05: causal blocks heaviest first (LPT), full ones head by head.
@@ -148,6 +150,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
     if (warp == 0 && lane == 0) {
       const int kv_head = static_cast<int>(hk), batch = static_cast<int>(b);
+      trace(sm90::TracePhase::q_load, 0);
       sm90::mbarrier_arrive_expect_tx(q_full, Cfg::kQBytes);
       for (int c = 0; c < CHUNKS; ++c)
         sm90::tma_load_4d(Q_smem + c * BLOCK_M * 64, &q_map, c * 64, static_cast<int>(m0), static_cast<int>(h),
@@ -155,17 +158,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (std::int64_t j = 0; j < n_tiles; ++j) {
         const int stage = static_cast<int>(j % STAGES), n0 = static_cast<int>(j * BLOCK_N);
         const std::uint32_t round = static_cast<std::uint32_t>(j / STAGES);
+        trace(sm90::TracePhase::k_empty_wait, j);
         if (round > 0) sm90::mbarrier_wait(&k_empty[stage], (round - 1) % 2, "k_empty");
+        trace(sm90::TracePhase::k_load, j);
         sm90::mbarrier_arrive_expect_tx(&k_full[stage], Cfg::kKvBytes);
         for (int c = 0; c < CHUNKS; ++c)
           sm90::tma_load_4d(K_smem + (stage * CHUNKS + c) * BLOCK_N * 64, &k_map, c * 64, n0, kv_head, batch,
                             &k_full[stage]);
+        trace(sm90::TracePhase::v_empty_wait, j);
         if (round > 0) sm90::mbarrier_wait(&v_empty[stage], (round - 1) % 2, "v_empty");
+        trace(sm90::TracePhase::v_load, j);
         sm90::mbarrier_arrive_expect_tx(&v_full[stage], Cfg::kKvBytes);
         for (int c = 0; c < CHUNKS; ++c)
           sm90::tma_load_4d(V_smem + (stage * CHUNKS + c) * BLOCK_N * 64, &v_map, c * 64, n0, kv_head, batch,
                             &v_full[stage]);
       }
+      trace.stop();
     }
     return;
   }
@@ -198,11 +206,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int r0 = 64 * consumer + 16 * warp + lane / 4;           // row within the block
   const std::uint32_t q_addr = sm90::smem_u32(Q_smem) + 64 * consumer * 128;  // this warpgroup's rows
   std::uint32_t p_frag[BLOCK_N / 16][4];  // P of the previous tile, the A operand of its P V
+  trace(sm90::TracePhase::q_wait, 0);
   sm90::mbarrier_wait(q_full, 0, "q_full");
 
   // O += P V of tile j (its V buffer, waited for beforehand with wait_v), A from registers, V
   // MN-major (16 keys = 2048 bytes).
   auto wait_v = [&](std::int64_t j) {
+    trace(sm90::TracePhase::v_wait, j);
     sm90::mbarrier_wait(&v_full[j % STAGES], static_cast<std::uint32_t>(j / STAGES) % 2, "v_full");
   };
   auto issue_pv = [&](std::int64_t j) {
@@ -222,6 +232,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     constexpr bool MASKED = decltype(masked_tag)::value, WITH_PV = decltype(with_pv_tag)::value;
     const int stage = static_cast<int>(j % STAGES);
     const std::int64_t n0 = j * BLOCK_N;
+    trace(sm90::TracePhase::k_wait, j);
     sm90::mbarrier_wait(&k_full[stage], static_cast<std::uint32_t>(j / STAGES) % 2, "k_full");
     if (WITH_PV) wait_v(j - 1);
 
@@ -229,7 +240,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // chained on one accumulator; a commit group of its own) and O += P V of the previous one.
     float s_acc[BLOCK_N / 2];
     const std::uint32_t k_addr = sm90::smem_u32(K_smem + stage * CHUNKS * BLOCK_N * 64);
+    trace(sm90::TracePhase::turn, j);
     my_turn();
+    trace(sm90::TracePhase::issue, j);
     sm90::fence_registers(s_acc);
     sm90::fence_registers(o_acc);
     sm90::wgmma_fence();
@@ -243,12 +256,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if constexpr (WITH_PV) issue_pv(j - 1);
     sm90::wgmma_commit();
     next_turn(false);
+    trace(sm90::TracePhase::s_wait, j);
     // Groups complete in order: with at most one pending, S is done, and the softmax below
     // runs while the tensor cores still work on P V (which reads p_frag, and writes o_acc:
     // neither is touched before the second wait).
     sm90::wgmma_wait<1>();
     sm90::fence_registers(s_acc);
     if (lane == 0) sm90::mbarrier_arrive(&k_empty[stage]);  // S is done with the K buffer
+    trace(sm90::TracePhase::softmax, j);
 
     if constexpr (MASKED) {  // some key of the tile is hidden from some row
       int last_col[2];
@@ -292,8 +307,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
     for (int r = 0; r < 2; ++r) l_i[r] = l_i[r] * alpha[r] + row_sum[r];
 
+    trace(sm90::TracePhase::pv_wait, j);
     sm90::wgmma_wait<0>();  // P V of the previous tile is done: O and p_frag are free
     sm90::fence_registers(o_acc);
+    trace(sm90::TracePhase::rescale, j);
     if (WITH_PV) release_v(j - 1);
     if (tile::warp_any(alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
@@ -314,12 +331,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   for (; j < wg_tiles; ++j) kv_tile(j, std::true_type{}, std::true_type{});        // the diagonal / ragged end
   if (wg_tiles > 0) {  // the last tile's P V, a batch of its own
     wait_v(wg_tiles - 1);
+    trace(sm90::TracePhase::turn, wg_tiles);
     my_turn();
+    trace(sm90::TracePhase::issue, wg_tiles);
     sm90::fence_registers(o_acc);
     sm90::wgmma_fence();
     issue_pv(wg_tiles - 1);
     sm90::wgmma_commit();
     next_turn(wg_tiles == n_tiles);
+    trace(sm90::TracePhase::pv_wait, wg_tiles);
     sm90::wgmma_wait<0>();
     sm90::fence_registers(o_acc);
     release_v(wg_tiles - 1);
@@ -328,10 +348,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     next_turn(false);
   }
   for (j = wg_tiles; j < n_tiles; ++j) {  // tiles none of these rows sees
+    trace(sm90::TracePhase::turn, j + 1);
     my_turn();  // an empty turn, which keeps the ring's count
     next_turn(j == n_tiles - 1);
     // Released unread, but only once they have landed: a release counts towards the phase
     // of the tile in the buffer.
+    trace(sm90::TracePhase::k_wait, j);
     sm90::mbarrier_wait(&k_full[j % STAGES], static_cast<std::uint32_t>(j / STAGES) % 2, "k_full");
     if (lane == 0) sm90::mbarrier_arrive(&k_empty[j % STAGES]);
     wait_v(j);
@@ -343,6 +365,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // O_i = o_acc / l_i (0 for a row with no visible key), LSE as step 06. O goes out through
   // this warp's own 16 rows of the Q tile (its warpgroup's wgmmas are done with them), so
   // that the global stores are whole 16-byte pieces of rows.
+  trace(sm90::TracePhase::epilogue, -1);
   float inv_l[2], lse[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -370,6 +393,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       *reinterpret_cast<uint4*>(o + (m0 + row) * p.o_stride[2] + col) =
           *reinterpret_cast<const uint4*>(q_bytes + sm90::swizzle_128b(BLOCK_M, row, col));
   }
+  trace.stop();
   // [end:epilogue]
 }
 // [end:kernel]

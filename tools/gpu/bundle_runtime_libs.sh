@@ -5,7 +5,7 @@
 #   tools/gpu/bundle_runtime_libs.sh build/cuda/bin
 set -euo pipefail
 bin="${1:?usage: $0 BUILD/bin}"
-for exe in "$bin"/test_* "$bin"/bench_*; do
+for exe in "$bin"/test_* "$bin"/bench_* "$bin"/trace_*; do
   [ -x "$exe" ] || continue
   ldd "$exe" | awk '/=> \// {print $3}' | grep -E 'libbenchmark|kokkos|libgtest|libfmt' || true
 done | sort -u | while read -r lib; do
