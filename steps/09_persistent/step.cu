@@ -40,6 +40,7 @@
 #include "flashsteps/step.h"
 #include "flashsteps/tile.h"
 #include "flashsteps/tile_sm90.h"
+#include "flashsteps/trace_sm90.h"
 
 #include "shapes.h"
 
@@ -133,6 +134,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   std::uint64_t* v_empty = v_full + STAGES;   // [STAGES]: every consumer warp done with the V buffer
   const int wg = threadIdx.x / sm90::kWarpgroupThreads;  // 0: the producer; 1 ..: consumers
   const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;  // warp within the warpgroup
+  sm90::Tracer trace(BLOCK_M, BLOCK_N, STAGES);  // phase marks of one block, in trace builds only (trace_sm90.h)
 
   if (threadIdx.x == 0) {
     sm90::mbarrier_init(q_full, 1);
@@ -158,7 +160,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       auto load_k = [&](const WorkTile& w, std::int64_t j) {
         const int stage = static_cast<int>((it + j) % STAGES);
         const std::uint32_t round = static_cast<std::uint32_t>((it + j) / STAGES);
+        trace(sm90::TracePhase::k_empty_wait, it + j);
         if (round > 0) sm90::mbarrier_wait(&k_empty[stage], (round - 1) % 2, "k_empty");
+        trace(sm90::TracePhase::k_load, it + j);
         sm90::mbarrier_arrive_expect_tx(&k_full[stage], Cfg::kKvBytes);
         for (int c = 0; c < CHUNKS; ++c)
           sm90::tma_load_4d(K_smem + (stage * CHUNKS + c) * BLOCK_N * 64, &k_map, c * 64,
@@ -168,7 +172,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       auto load_v = [&](const WorkTile& w, std::int64_t j) {
         const int stage = static_cast<int>((it + j) % STAGES);
         const std::uint32_t round = static_cast<std::uint32_t>((it + j) / STAGES);
+        trace(sm90::TracePhase::v_empty_wait, it + j);
         if (round > 0) sm90::mbarrier_wait(&v_empty[stage], (round - 1) % 2, "v_empty");
+        trace(sm90::TracePhase::v_load, it + j);
         sm90::mbarrier_arrive_expect_tx(&v_full[stage], Cfg::kKvBytes);
         for (int c = 0; c < CHUNKS; ++c)
           sm90::tma_load_4d(V_smem + (stage * CHUNKS + c) * BLOCK_N * 64, &v_map, c * 64,
@@ -181,6 +187,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         const WorkTile w = work_tile<BLOCK_M, BLOCK_N>(p, t);
         if (w.n_tiles > 0) load_k(w, 0);
         if (local > 0) sm90::mbarrier_wait(q_empty, (local - 1) % 2, "q_empty");
+        trace(sm90::TracePhase::q_load, it);
         sm90::mbarrier_arrive_expect_tx(q_full, Cfg::kQBytes);
         for (int c = 0; c < CHUNKS; ++c)
           sm90::tma_load_4d(Q_smem + c * BLOCK_M * 64, &q_map, c * 64, static_cast<int>(w.m0), static_cast<int>(w.h),
@@ -192,6 +199,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         it += static_cast<std::uint32_t>(w.n_tiles);
         ++local;
       }
+      trace.stop();
     }
     return;
   }
@@ -227,10 +235,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (int i = 0; i < HEAD_DIM / 2; ++i) o_acc[i] = 0.0f;
     float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};
     std::uint32_t p_frag[BLOCK_N / 16][4];
+    trace(sm90::TracePhase::q_wait, it);
     sm90::mbarrier_wait(q_full, local % 2, "q_full");
 
     // K/V tile j of this work tile is tile it + j of the block's ring.
     auto wait_v = [&](std::int64_t j) {
+      trace(sm90::TracePhase::v_wait, it + j);
       sm90::mbarrier_wait(&v_full[(it + j) % STAGES], static_cast<std::uint32_t>((it + j) / STAGES) % 2, "v_full");
     };
     auto issue_pv = [&](std::int64_t j) {
@@ -249,12 +259,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       constexpr bool MASKED = decltype(masked_tag)::value, WITH_PV = decltype(with_pv_tag)::value;
       const int stage = static_cast<int>((it + j) % STAGES);
       const std::int64_t n0 = j * BLOCK_N;
+      trace(sm90::TracePhase::k_wait, it + j);
       sm90::mbarrier_wait(&k_full[stage], static_cast<std::uint32_t>((it + j) / STAGES) % 2, "k_full");
       if (WITH_PV) wait_v(j - 1);
 
       float s_acc[BLOCK_N / 2];
       const std::uint32_t k_addr = sm90::smem_u32(K_smem + stage * CHUNKS * BLOCK_N * 64);
+      trace(sm90::TracePhase::turn, it + j);
       my_turn();
+      trace(sm90::TracePhase::issue, it + j);
       sm90::fence_registers(s_acc);
       sm90::fence_registers(o_acc);
       sm90::wgmma_fence();
@@ -268,9 +281,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if constexpr (WITH_PV) issue_pv(j - 1);
       sm90::wgmma_commit();
       next_turn(false);
+      trace(sm90::TracePhase::s_wait, it + j);
       sm90::wgmma_wait<1>();
       sm90::fence_registers(s_acc);
       if (lane == 0) sm90::mbarrier_arrive(&k_empty[stage]);
+      trace(sm90::TracePhase::softmax, it + j);
 
       if constexpr (MASKED) {
         int last_col[2];
@@ -307,8 +322,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
       for (int r = 0; r < 2; ++r) l_i[r] = l_i[r] * alpha[r] + row_sum[r];
 
+      trace(sm90::TracePhase::pv_wait, it + j);
       sm90::wgmma_wait<0>();
       sm90::fence_registers(o_acc);
+      trace(sm90::TracePhase::rescale, it + j);
       if (WITH_PV) release_v(j - 1);
       if (tile::warp_any(alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
@@ -328,12 +345,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (; j < wg_tiles; ++j) kv_tile(j, std::true_type{}, std::true_type{});
     if (wg_tiles > 0) {
       wait_v(wg_tiles - 1);
+      trace(sm90::TracePhase::turn, it + wg_tiles);
       my_turn();
+      trace(sm90::TracePhase::issue, it + wg_tiles);
       sm90::fence_registers(o_acc);
       sm90::wgmma_fence();
       issue_pv(wg_tiles - 1);
       sm90::wgmma_commit();
       next_turn(wg_tiles == n_tiles);
+      trace(sm90::TracePhase::pv_wait, it + wg_tiles);
       sm90::wgmma_wait<0>();
       sm90::fence_registers(o_acc);
       release_v(wg_tiles - 1);
@@ -342,8 +362,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       next_turn(false);
     }
     for (j = wg_tiles; j < n_tiles; ++j) {
+      trace(sm90::TracePhase::turn, it + j + 1);
       my_turn();
       next_turn(j == n_tiles - 1);
+      trace(sm90::TracePhase::k_wait, it + j);
       sm90::mbarrier_wait(&k_full[(it + j) % STAGES], static_cast<std::uint32_t>((it + j) / STAGES) % 2, "k_full");
       if (lane == 0) sm90::mbarrier_arrive(&k_empty[(it + j) % STAGES]);
       wait_v(j);
@@ -352,6 +374,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     it += static_cast<std::uint32_t>(n_tiles);
     // [end:online_softmax]
 
+    trace(sm90::TracePhase::epilogue, -1);
     // [start:epilogue]
     // O_i = o_acc / l_i and the LSE as step 08. The O rows of this warpgroup go into its own
     // 64 rows of the Q buffer, laid out as TMA reads them (its wgmmas are done with them);
@@ -388,6 +411,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     ++local;
     // [end:epilogue]
   }
+  trace.stop();
 }
 // [end:kernel]
 
