@@ -15,11 +15,12 @@
 #
 #   tools/gpu/decode_session.sh [BUILD_DIR]        (default build/h200; OUT defaults to /tmp/out)
 #
-# The whole session keeps to a time budget (FLASHSTEPS_SESSION_BUDGET seconds, default 540, the
-# device tool's limit being 600): each phase runs under `timeout` with the smaller of its own
-# cap and what is left of the budget (less 20 s for the packing), and a phase that finds less
-# than 15 s left is skipped and says so. Expected on an H200: about 5 minutes (the estimates
-# per phase are printed beside the times measured). Settings, all optional:
+# The whole session keeps to a time budget (FLASHSTEPS_SESSION_BUDGET seconds, default 360):
+# each phase runs under `timeout` with the smaller of its own cap and what is left of the
+# budget (less 20 s for the packing), and a phase that finds less than 15 s left is skipped and
+# says so. Expected on an H200: about 5 minutes (tests 30 s, memcheck 45 s, racecheck 60 s, each
+# decode set 45 s, the sweep 20 s, SDPA 50 s; the estimates are printed beside the times
+# measured). Settings, all optional:
 #   FLASHSTEPS_DECODE_MIN_TIME  seconds of calls per repetition (default 0.05)
 #   FLASHSTEPS_DECODE_REPS      repetitions per benchmark, median reported (default 3)
 #   FLASHSTEPS_DECODE_FILTER    --benchmark_filter of the decode sets (default: all 104 problems)
@@ -42,7 +43,7 @@ export LD_LIBRARY_PATH="$PWD/$build/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 py="$(command -v "${FLASHSTEPS_DEVICE_PYTHON:-python3}")"
 mkdir -p "$work" "$results"
 start=$(date +%s)
-deadline=$((start + ${FLASHSTEPS_SESSION_BUDGET:-540}))
+deadline=$((start + ${FLASHSTEPS_SESSION_BUDGET:-360}))
 status=0
 summary="$work/summary.txt"
 : > "$summary"
@@ -93,7 +94,7 @@ fi
 context="--benchmark_context=driver_version=${driver:-unknown},sm_clock_mhz_at_start=${sm_clock:-unknown},mem_clock_mhz_at_start=${mem_clock:-unknown}"
 
 # 1. Every test of step 10: the conformance suite, the split matrix, the plan, the device draw.
-phase tests 150 30 "$work/test_step10.log" \
+phase tests 90 30 "$work/test_step10.log" \
   "$build/bin/test_step10" --gtest_brief=1 --gtest_output="json:$work/test_step10.json"
 say "   $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$work/test_step10.log" 2> /dev/null | tr '\n' ' ')"
 grep -A3 -E '^\[  FAILED  \]|Failure' "$work/test_step10.log" 2> /dev/null | head -20 | tee -a "$summary"
@@ -109,7 +110,7 @@ declare -A sanitizer_filter=([memcheck]="${FLASHSTEPS_MEMCHECK_FILTER:-$cases:Ha
                              [racecheck]="${FLASHSTEPS_RACECHECK_FILTER:-$cases}")
 for tool in memcheck racecheck; do
   if command -v compute-sanitizer > /dev/null; then
-    phase "$tool" 120 45 "$work/test_step10.$tool.log" \
+    phase "$tool" 90 50 "$work/test_step10.$tool.log" \
       compute-sanitizer --tool "$tool" --error-exitcode 3 "$build/bin/test_step10" --gtest_brief=1 \
       --gtest_filter="${sanitizer_filter[$tool]}"
     say "   $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$work/test_step10.$tool.log" 2> /dev/null | tail -1)" \
@@ -125,13 +126,13 @@ bench_args=(--set decode --min-time "${FLASHSTEPS_DECODE_MIN_TIME:-0.05}" --repe
             --results-dir "$results" "$context")
 [ -n "${FLASHSTEPS_DECODE_FILTER:-}" ] && bench_args+=("--benchmark_filter=$FLASHSTEPS_DECODE_FILTER")
 for step in ${FLASHSTEPS_DECODE_STEPS:-10 06}; do
-  phase "decode$step" 180 55 "$work/bench_step$step-decode.log" "$build/bin/bench_step$step" "${bench_args[@]}"
+  phase "decode$step" 120 45 "$work/bench_step$step-decode.log" "$build/bin/bench_step$step" "${bench_args[@]}"
   tail -3 "$work/bench_step$step-decode.log" 2> /dev/null | tee -a "$summary"
 done
 
 # 4. The split sweep: each problem at the heuristic's count, then at every forced count.
 sweep_filter="${FLASHSTEPS_SWEEP_FILTER:-decode/bf16/hd128/b(1/hq32/hkv8/nq1/nk(4096|16384)|8/hq32/hkv8/nq1/nk65536)/full}"
-phase sweep 120 25 "$work/bench_step10-sweep.log" "$build/bin/bench_step10" \
+phase sweep 60 20 "$work/bench_step10-sweep.log" "$build/bin/bench_step10" \
   --split-sweep "${FLASHSTEPS_SWEEP_COUNTS:-1,2,4,8,16,32,64,128,256}" --benchmark_filter="$sweep_filter" \
   --min-time "${FLASHSTEPS_DECODE_MIN_TIME:-0.05}" --repetitions "${FLASHSTEPS_DECODE_REPS:-3}" \
   --results-dir "$results" "$context"
@@ -140,7 +141,7 @@ tail -2 "$work/bench_step10-sweep.log" 2> /dev/null | tee -a "$summary"
 # 5. PyTorch SDPA (flash, cuDNN, efficient) on the decode set, commit recorded from the benchmarks.
 if "$py" -c 'import torch' 2> /dev/null; then
   commit=$(strings "$build/bin/bench_step10" 2> /dev/null | grep -m1 -xE '[0-9a-f]{12}(-dirty)?')
-  phase sdpa 180 50 "$work/sdpa_decode.log" env FLASHSTEPS_GIT_COMMIT="${FLASHSTEPS_GIT_COMMIT:-$commit}" \
+  phase sdpa 120 50 "$work/sdpa_decode.log" env FLASHSTEPS_GIT_COMMIT="${FLASHSTEPS_GIT_COMMIT:-$commit}" \
     "$py" tools/baselines/sdpa_bench.py --set decode --warmup "${FLASHSTEPS_SDPA_WARMUP:-5}" \
     --reps "${FLASHSTEPS_SDPA_REPS:-20}" --results-dir "$results"
   grep -E '^results:|skipped:|^!' "$work/sdpa_decode.log" 2> /dev/null | head -12 | tee -a "$summary"
