@@ -8,18 +8,25 @@
 // any check fails. Inputs rotate over several copies when one set would sit in L2.
 //
 //   bench_stepNN [--results-dir DIR] [--set standard|decode|all] [--quick] [--max-seqlen N]
-//                [--min-time S] [--num-splits N] [--benchmark_* flags]
+//                [--min-time S] [--num-splits N | --split-sweep 1,2,4,...] [--benchmark_* flags]
 //
 // --set decode times the decode set (decode_problems(): Nq = 1 against a K/V cache, and
 // chunked prefill) instead of the standard set; its names start with "decode/" and its
-// measure is GBps, the bytes of Q, K, V and O over the time (us_per_call beside it).
+// measure is GBps, the bytes of Q, K, V and O over the time (us_per_call beside it). Its
+// inputs are drawn on the device (a B = 32, Nk = 65536 cache holds 17 G elements, minutes of
+// host time) and checked on two (batch, KV head) slices drawn again on the host. With
+// --results-dir it writes DIR/<gpu>/stepNN-decode.json, beside the standard set's stepNN.json.
 // --num-splits N forces step 10's split count (it sets FLASHSTEPS_NUM_SPLITS; other steps
-// ignore it) and records it in the JSON context, for the split sweeps of chapter 10.
+// ignore it) and records it in the JSON context. --split-sweep times every decode problem
+// (pick them with --benchmark_filter) with the heuristic's count and then at each listed count,
+// as "<decode name>/splits:<N>" (counters num_splits and heuristic_splits), for the split
+// sweeps of chapter 10; with --results-dir it writes DIR/<gpu>/runs/stepNN-split-sweep/stepNN.json.
 #include <benchmark/benchmark.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
@@ -27,7 +34,7 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <unistd.h>  // sysconf: the host memory the decode set's largest problems need
+#include <utility>
 #include <vector>
 
 #include "flashsteps/commit.h"
@@ -36,22 +43,88 @@
 #include "flashsteps/harness.h"
 #include "flashsteps/reference.h"
 #include "flashsteps/step.h"
+#ifdef FLASHSTEPS_BENCH_SPLIT_KV
+#include "splits.h"  // the step splits the keys (step 10): its split counts become counters
+#endif
 
 namespace flashsteps {
 namespace {
 
 const StepFns kStep{&step::attention_forward, &step::workspace_bytes};
+// How the decode set is drawn and checked (device_source()), recorded in the JSON context.
+const char* const kDecodeCheck =
+    "inputs drawn on the device (the values of make_random_inputs, bit for bit); O and LSE checked against the "
+    "float64 reference on the (batch, KV head) slices (0, 0) and (B-1, Hkv-1), drawn again on the host, at the "
+    "query rows of check_rows()";
 bool g_mismatch = false;  // any failed correctness check makes the binary exit non-zero
 DeviceInfo g_device;
+
+// Where a problem's inputs come from and how its output is checked: made by a benchmark's
+// registration, used once by prepare(), then dropped (with any host copy of the inputs).
+struct Source {
+  Problem problem;
+  std::function<std::unique_ptr<DeviceCase>()> make_case;  // one copy of the inputs on the device
+  // The verdict on one output (DeviceCase::download(rows)) against the float64 reference.
+  std::function<Verdict(const DeviceCase::Output&, const std::vector<std::int64_t>& rows)> check;
+};
+
+// Inputs drawn on the host (make_random_inputs(), the fixture) and uploaded; checked against
+// the reference of the whole problem on the rows of check_rows().
+Source host_source(const std::shared_ptr<const HostInputs>& in) {
+  Source s;
+  s.problem = in->problem;
+  s.make_case = [in] { return std::make_unique<DeviceCase>(*in); };
+  s.check = [in](const DeviceCase::Output& out, const std::vector<std::int64_t>& rows) {
+    const reference::Result ref = reference::run(*in, rows);
+    return verify_output(in->problem, ref.o, ref.lse, out.o, out.lse, rows);
+  };
+  return s;
+}
+
+// The decode set's problems: inputs drawn on the device, the same values make_random_inputs()
+// would draw (random.h), with no host copy. The check draws two (batch, KV head) slices again
+// on the host, the first and the last (make_random_slice()), and compares their rows with the
+// float64 reference of the slice: every query head of a KV head, both ends of the batch and
+// head strides, at the cost of 2 / (B Hkv) of the whole problem's reference.
+Source device_source(const Problem& p, std::uint64_t seed) {
+  Source s;
+  s.problem = p;
+  s.make_case = [p, seed] { return std::make_unique<DeviceCase>(p, seed); };
+  s.check = [p, seed](const DeviceCase::Output& out, const std::vector<std::int64_t>& rows) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> slices = {{0, 0}};
+    if (p.batch > 1 || p.heads_kv > 1) slices.emplace_back(p.batch - 1, p.heads_kv - 1);
+    Verdict v;
+    for (std::size_t i = 0; i < slices.size(); ++i) {
+      const auto [b, hk] = slices[i];
+      const reference::Result ref = reference::run(make_random_slice(p, seed, b, hk), rows);
+      const Verdict part = verify_slice(p, b, hk, ref.o, ref.lse, out.o, out.lse, rows);
+      v = i == 0 ? part : worse_of(v, part);
+    }
+    return v;
+  };
+  return s;
+}
+
+// A problem that does not fit in the device's free memory: skipped, with the numbers.
+struct TooLarge : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Device bytes of one copy of a problem's inputs and outputs (the step's workspace aside).
+double problem_bytes(const Problem& p) {
+  const ProblemLayout l = make_layout(p);
+  const double elems = static_cast<double>(l.buffer_elems[0] + l.buffer_elems[1] + l.buffer_elems[2] + l.o_elems);
+  return elems * static_cast<double>(dtype_size(p.dtype)) + 4.0 * static_cast<double>(p.batch * p.heads_q * p.seqlen_q);
+}
 
 // One problem made ready for timing; only one lives at a time (step 01's workspace alone
 // can take tens of GB).
 struct Prepared {
   std::string name;
-  HostInputs inputs;
   std::vector<std::unique_ptr<DeviceCase>> sets;  // rotated to defeat L2 reuse
   Verdict verdict;
-  std::string skip;  // non-empty: why this problem is not timed
+  std::string skip;        // non-empty: why this problem is not timed
+  double prepare_s = 0.0;  // host seconds to draw, upload, check and copy the inputs
 };
 std::unique_ptr<Prepared> g_prepared;
 
@@ -66,19 +139,26 @@ std::vector<std::int64_t> check_rows(const Problem& p) {
   return rows;
 }
 
-Prepared& prepare(const std::string& name, const std::function<HostInputs()>& make_inputs) {
+Prepared& prepare(const std::string& name, const std::function<Source()>& make_source) {
   if (g_prepared && g_prepared->name == name) return *g_prepared;
   g_prepared.reset();  // free the previous problem's device memory first
+  const auto start = std::chrono::steady_clock::now();
   auto prep = std::make_unique<Prepared>();
   prep->name = name;
-  prep->inputs = make_inputs();
-  const Problem& p = prep->inputs.problem;
   try {
-    prep->sets.push_back(std::make_unique<DeviceCase>(prep->inputs));
+    Source source = make_source();
+    const Problem& p = source.problem;
+    const double needed = problem_bytes(p), free_bytes = static_cast<double>(vendor::free_device_bytes());
+    if (needed > 0.9 * free_bytes) {
+      char why[160];
+      std::snprintf(why, sizeof why, "device memory: one copy of its inputs and outputs needs %.1f GB, %.1f GB are free",
+                    needed / 1e9, free_bytes / 1e9);
+      throw TooLarge(why);
+    }
+    prep->sets.push_back(source.make_case());
     const std::vector<std::int64_t> rows = check_rows(p);
     const DeviceCase::Output out = run_once(*prep->sets[0], kStep, rows);
-    const reference::Result ref = reference::run(prep->inputs, rows);
-    prep->verdict = verify_output(p, ref.o, ref.lse, out.o, out.lse, rows);
+    prep->verdict = source.check(out, rows);
     std::string failure = prep->verdict.failure;
     if (out.unwritten > 0) failure += std::to_string(out.unwritten) + " output elements unwritten; ";
     if (!out.guards_intact) failure += "write outside a buffer; ";
@@ -90,22 +170,25 @@ Prepared& prepare(const std::string& name, const std::function<HostInputs()>& ma
       const double bytes = attention_min_bytes(prep->sets[0]->args());
       const int copies = static_cast<int>(std::min(64.0, std::ceil(2.0 * g_device.l2_bytes / std::max(bytes, 1.0))));
       for (int c = 1; c < copies; ++c) {
-        prep->sets.push_back(std::make_unique<DeviceCase>(prep->inputs));
+        prep->sets.push_back(source.make_case());
         prep->sets.back()->reserve_workspace(step::workspace_bytes(prep->sets.back()->args()));
       }
     }
+  } catch (const TooLarge& e) {
+    prep->skip = e.what();
   } catch (const Unsupported& e) {
     prep->skip = std::string("unsupported by this step: ") + e.what();
   } catch (const std::exception& e) {
     g_mismatch = true;
     prep->skip = std::string("error: ") + e.what();
   }
+  prep->prepare_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   g_prepared = std::move(prep);
   return *g_prepared;
 }
 
-void run_benchmark(benchmark::State& state, const std::string& name, const std::function<HostInputs()>& make_inputs) {
-  Prepared& prep = prepare(name, make_inputs);
+void run_benchmark(benchmark::State& state, const std::string& name, const std::function<Source()>& make_source) {
+  Prepared& prep = prepare(name, make_source);
   if (!prep.skip.empty()) {
     state.SkipWithError(prep.skip.c_str());
     for (auto _ : state) {
@@ -153,6 +236,21 @@ void run_benchmark(benchmark::State& state, const std::string& name, const std::
   state.counters["seqlen_k"] = static_cast<double>(a.seqlen_k());
   state.counters["head_dim"] = static_cast<double>(a.head_dim());
   state.counters["causal"] = a.mask == Mask::none ? 0.0 : 1.0;
+  state.counters["prepare_s"] = prep.prepare_s;
+#ifdef FLASHSTEPS_BENCH_SPLIT_KV
+  const step::SplitPlan plan = step::plan_for_device(a);
+  state.counters["num_splits"] = plan.num_splits;  // what the calls used: forced, or the heuristic's
+  state.counters["heuristic_splits"] = step::heuristic_num_splits(a);
+  state.counters["key_tiles"] = static_cast<double>(plan.key_tiles);  // the most splits that all see keys
+#endif
+}
+
+// Sets the split count of the calls that follow (0: the heuristic's), for --split-sweep.
+void force_splits(int num_splits) {
+  if (num_splits > 0)
+    setenv("FLASHSTEPS_NUM_SPLITS", std::to_string(num_splits).c_str(), 1);
+  else
+    unsetenv("FLASHSTEPS_NUM_SPLITS");
 }
 
 std::string slug(const std::string& name) {
@@ -195,19 +293,38 @@ int main(int argc, char** argv) {
   std::string results_dir;
   bool quick = false;
   std::int64_t max_seqlen = 16384;
-  app.add_option("--results-dir", results_dir, "write JSON to DIR/<gpu>/" + step_id + ".json");
+  app.add_option("--results-dir", results_dir,
+                 "write JSON to DIR/<gpu>/" + step_id + ".json (" + step_id + "-decode.json with --set decode, runs/" +
+                     step_id + "-split-sweep/" + step_id + ".json with --split-sweep)");
   app.add_flag("--quick", quick, "D = 128, bf16 and seqlen <= 4096 only, fewer repetitions");
   app.add_option("--max-seqlen", max_seqlen, "skip standard problems longer than this");
   double min_time = 0.2;
-  app.add_option("--min-time", min_time, "seconds of calls per repetition (3 repetitions, median reported)");
+  app.add_option("--min-time", min_time, "seconds of calls per repetition (the median of the repetitions is reported)");
+  int repetitions = 3;
+  app.add_option("--repetitions", repetitions, "repetitions per benchmark, each of at least --min-time seconds of calls")
+      ->check(CLI::Range(1, 100));
   std::string set = "standard";
   app.add_option("--set", set, "which problems: standard (the papers' set, the default), decode (Nq = 1 and chunked "
                                "prefill; with --quick bf16 D = 128 only) or all")
       ->check(CLI::IsMember({"standard", "decode", "all"}));
   int num_splits = 0;
-  app.add_option("--num-splits", num_splits, "step 10: force this split count (sets FLASHSTEPS_NUM_SPLITS)")
-      ->check(CLI::Range(1, 256));
+  auto* num_splits_opt = app.add_option("--num-splits", num_splits, "step 10: force this split count (sets FLASHSTEPS_NUM_SPLITS)")
+                             ->check(CLI::Range(1, 256));
+  std::vector<int> sweep;
+  app.add_option("--split-sweep", sweep,
+                 "step 10: time the decode set (pick problems with --benchmark_filter) with the heuristic's split "
+                 "count, then at each of these counts (e.g. 1,2,4,8), as <name>/splits:<N>")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 256))
+      ->excludes(num_splits_opt);
   CLI11_PARSE(app, argc, argv);
+#ifndef FLASHSTEPS_BENCH_SPLIT_KV
+  if (!sweep.empty()) {
+    std::fprintf(stderr, "%s does not split the keys: --split-sweep is for step 10\n", step_id.c_str());
+    return 2;
+  }
+#endif
+  if (!sweep.empty()) set = "decode";
   if (num_splits > 0) setenv("FLASHSTEPS_NUM_SPLITS", std::to_string(num_splits).c_str(), 1);
 
   if (vendor::device_count() == 0) {
@@ -219,9 +336,14 @@ int main(int argc, char** argv) {
   for (const std::string& extra : app.remaining()) args.push_back(extra);
   std::string out_path;
   if (!results_dir.empty()) {
-    const auto dir = std::filesystem::path(results_dir) / slug(g_device.name);
+    auto dir = std::filesystem::path(results_dir) / slug(g_device.name);
+    std::string file = step_id + ".json";
+    if (!sweep.empty())
+      dir = dir / "runs" / (step_id + "-split-sweep");  // a same-run set (tools/results: load_runs)
+    else if (set == "decode")
+      file = step_id + "-decode.json";  // beside the standard set's stepNN.json
     std::filesystem::create_directories(dir);
-    out_path = (dir / (step_id + ".json")).string();
+    out_path = (dir / file).string();
     args.push_back("--benchmark_out=" + out_path);
     args.push_back("--benchmark_out_format=json");
   }
@@ -234,9 +356,14 @@ int main(int argc, char** argv) {
   add_context(step_id);
   benchmark::AddCustomContext("flashsteps_bench_set", set);
   if (const char* forced = std::getenv("FLASHSTEPS_NUM_SPLITS")) benchmark::AddCustomContext("flashsteps_num_splits", forced);
+  if (!sweep.empty()) {
+    std::string list;
+    for (int n : sweep) list += (list.empty() ? "" : ",") + std::to_string(n);
+    benchmark::AddCustomContext("flashsteps_split_sweep", list);
+  }
 
-  const int repetitions = 3;  // each of at least min_time seconds of calls; the median is reported
   auto configure = [&](benchmark::internal::Benchmark* b) {
+    // Each repetition runs at least min_time seconds of calls; the median is reported.
     b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(quick ? 0.05 : min_time)->MinWarmUpTime(0.05)
         ->Repetitions(repetitions)->ReportAggregatesOnly(true);
   };
@@ -260,38 +387,29 @@ int main(int argc, char** argv) {
         continue;
       }
       configure(benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
-        run_benchmark(s, name, [=] { return make_random_inputs(p, seed); });
+        run_benchmark(s, name, [=] { return host_source(std::make_shared<const HostInputs>(make_random_inputs(p, seed))); });
       }));
     }
   }
-  // The decode set. Its largest problems would need more host memory than the machine has for
-  // the float64 copies the reference reads (8 bytes per element beside the element itself):
-  // those are registered as skipped, with the reason.
-  const double host_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  // The decode set, its inputs drawn on the device (device_source()). With --split-sweep each
+  // problem runs at the heuristic's count (its plain name), then at each forced count.
+  if (decode_set) benchmark::AddCustomContext("flashsteps_decode_check", kDecodeCheck);
   for (DType dtype : {DType::f16, DType::bf16}) {
     if (!decode_set || (quick && dtype == DType::f16)) continue;
     for (const Problem& p : decode_problems(dtype)) {
       if (quick && p.head_dim != 128) continue;
-      const std::string name = decode_name(p);
-      const double elems = static_cast<double>(p.batch * p.head_dim) *
-                           static_cast<double>(2 * p.heads_q * p.seqlen_q + 2 * p.heads_kv * p.seqlen_k);
-      const double needed = elems * (8.0 + static_cast<double>(dtype_size(dtype)));
-      if (needed > 0.6 * host_bytes) {
-        char why[200];
-        std::snprintf(why, sizeof why, "host memory: its inputs and float64 copies need %.0f GB, over 60%% of the %.0f GB here",
-                      needed / 1e9, host_bytes / 1e9);
-        const std::string reason = why;
-        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
-          s.SkipWithError(reason.c_str());
-          for (auto _ : s) {
-          }
-        })->Iterations(1);
-        continue;
+      const std::string base = decode_name(p);
+      const std::uint64_t seed = seed_from_name(base);  // the same inputs at every split count
+      std::vector<int> counts = {0};                     // 0: whatever FLASHSTEPS_NUM_SPLITS or the heuristic says
+      counts.insert(counts.end(), sweep.begin(), sweep.end());
+      for (int count : counts) {
+        const std::string name = count == 0 ? base : base + "/splits:" + std::to_string(count);
+        const bool sweeping = !sweep.empty();
+        configure(benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+          if (sweeping) force_splits(count);
+          run_benchmark(s, name, [=] { return device_source(p, seed); });
+        }));
       }
-      const std::uint64_t seed = seed_from_name(name);
-      configure(benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
-        run_benchmark(s, name, [=] { return make_random_inputs(p, seed); });
-      }));
     }
   }
   // Real activations: every layer and head of all-MiniLM-L6-v2 in one call (batch = layers).
@@ -303,7 +421,9 @@ int main(int argc, char** argv) {
   }
   if (!fixture_path.empty()) {
     configure(benchmark::RegisterBenchmark("minilm/fp16/layers6", [=](benchmark::State& s) {
-      run_benchmark(s, "minilm/fp16/layers6", [=] { return fixture_inputs(load_qkv_fixture(fixture_path), DType::f16); });
+      run_benchmark(s, "minilm/fp16/layers6", [=] {
+        return host_source(std::make_shared<const HostInputs>(fixture_inputs(load_qkv_fixture(fixture_path), DType::f16)));
+      });
     }));
   }
   benchmark::RunSpecifiedBenchmarks();

@@ -266,6 +266,24 @@ TEST(HugeLogits, IntegerScoresHugeScale) {
     }
 }
 
+// The benchmark draws the decode set's inputs on the device (DeviceCase(problem, seed)) and
+// checks them against make_random_slice() on the host: the two draws must agree bit for bit,
+// in every dtype and layout, or the benchmark's check would compare different problems.
+TEST(Harness, DeviceDrawnInputsEqualTheHostDraw) {
+  REQUIRE_DEVICE();
+  using testing::make;
+  for (const Problem& p : {make(2, 8, 2, 3, 37, 24, DType::bf16, Mask::none, Layout::bshd),
+                           make(3, 4, 4, 5, 5, 40, DType::f16, Mask::causal_bottom_right, Layout::packed_qkv),
+                           make(1, 6, 3, 17, 9, 8, DType::f32, Mask::none, Layout::bhsd),
+                           make(2, 32, 8, 1, 4100, 128, DType::f16, Mask::none, Layout::bshd)}) {
+    const std::uint64_t seed = seed_from_name(p.name());
+    const HostInputs in = make_random_inputs(p, seed);
+    const DeviceCase drawn(p, seed);
+    for (int b = 0; b < 3; ++b)
+      EXPECT_TRUE(drawn.input(b).download() == in.buffers[b]) << p.name() << ": input buffer " << b << " differs";
+  }
+}
+
 // Zero-sized problems return without a launch and without touching the outputs.
 TEST(EmptyProblems, ReturnWithoutLaunch) {
   AttentionArgs a;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "flashsteps/attention.h"
 #include "flashsteps/compare.h"
@@ -161,6 +162,56 @@ TEST(Problems, RandomInputsAreRoundedToTheDtypeAndPlacedByTheLayout) {
         mean_v += in.v[c] / 24.0;
       }
   EXPECT_GT(mean_v, 0.0);  // V carries a +0.5 offset
+}
+
+// Every published result was measured on inputs drawn by this generator: the bytes of one
+// problem's inputs are pinned (FNV-1a of its three buffers, as the generator drew them when
+// the first results were published), so a change of the generator cannot pass unnoticed.
+TEST(Problems, RandomInputsArePinned) {
+  Problem p;
+  p.batch = 2, p.heads_q = 4, p.heads_kv = 2, p.seqlen_q = 3, p.seqlen_k = 37, p.head_dim = 24;
+  p.layout = Layout::bshd;
+  const std::pair<DType, std::uint64_t> pinned[] = {{DType::f16, 11408353571764474731ull},
+                                                    {DType::bf16, 6636184021432964662ull},
+                                                    {DType::f32, 17906398230808391407ull}};
+  for (const auto& [dtype, want] : pinned) {
+    p.dtype = dtype;
+    const HostInputs in = make_random_inputs(p, seed_from_name("pinned"));
+    std::uint64_t h = 1469598103934665603ull;
+    for (const auto& buffer : in.buffers)
+      for (unsigned char c : buffer) h = (h ^ c) * 1099511628211ull;
+    EXPECT_EQ(h, want) << dtype_name(dtype);
+  }
+}
+
+// A (batch, KV head) slice is the same draw as the whole problem's, bit for bit.
+TEST(Problems, RandomSliceIsPartOfTheWholeDraw) {
+  Problem p;
+  p.batch = 3, p.heads_q = 8, p.heads_kv = 2, p.seqlen_q = 5, p.seqlen_k = 7, p.head_dim = 16;
+  p.dtype = DType::f16, p.layout = Layout::bshd, p.mask = Mask::causal_bottom_right;
+  const HostInputs whole = make_random_inputs(p, 99);
+  const std::int64_t G = 4, Nq = 5, Nk = 7, D = 16;
+  for (std::int64_t b : {0, 2})
+    for (std::int64_t hk : {0, 1}) {
+      const HostInputs slice = make_random_slice(p, 99, b, hk);
+      const Problem& s = slice.problem;
+      EXPECT_EQ(s.batch, 1);
+      EXPECT_EQ(s.heads_q, G);
+      EXPECT_EQ(s.heads_kv, 1);
+      EXPECT_EQ(s.mask, p.mask);
+      ASSERT_EQ(slice.q.size(), static_cast<std::size_t>(G * Nq * D));
+      ASSERT_EQ(slice.k.size(), static_cast<std::size_t>(Nk * D));
+      for (std::int64_t e = 0; e < G * Nq * D; ++e)
+        ASSERT_EQ(slice.q[e], whole.q[(b * 8 + hk * G) * Nq * D + e]) << "Q, batch " << b << ", KV head " << hk;
+      for (std::int64_t e = 0; e < Nk * D; ++e) {
+        ASSERT_EQ(slice.k[e], whole.k[(b * 2 + hk) * Nk * D + e]) << "K, batch " << b << ", KV head " << hk;
+        ASSERT_EQ(slice.v[e], whole.v[(b * 2 + hk) * Nk * D + e]) << "V, batch " << b << ", KV head " << hk;
+      }
+    }
+  EXPECT_THROW(make_random_slice(p, 99, 3, 0), InvalidArgument);
+  EXPECT_THROW(make_random_slice(p, 99, 0, 2), InvalidArgument);
+  p.heads_kv = 3;
+  EXPECT_THROW(make_random_slice(p, 99, 0, 0), InvalidArgument);
 }
 
 TEST(Compare, NonFiniteMismatchesAndTolerances) {

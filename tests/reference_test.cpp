@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "flashsteps/reference.h"
+#include "flashsteps/verify.h"
 #include "test_util.h"
 
 namespace flashsteps {
@@ -167,6 +168,34 @@ TEST(ReferenceProperties, RowSubsetMatchesFullRun) {
         EXPECT_TRUE(std::isnan(part.lse[row]));
     }
   EXPECT_THROW(reference::run(in, {30}), InvalidArgument);
+}
+
+// The benchmark's check of the decode set: the reference of a (batch, KV head) slice is the
+// whole problem's reference on those rows, and verify_slice() finds them where they are.
+TEST(ReferenceProperties, SliceMatchesTheWholeProblem) {
+  Problem p = make(3, 6, 2, 4, 50, 8, Mask::causal_bottom_right);
+  p.layout = Layout::bshd;
+  const reference::Result whole = reference::run(make_random_inputs(p, 21));
+  for (std::int64_t b : {0, 2})
+    for (std::int64_t hk : {0, 1}) {
+      const reference::Result part = reference::run(make_random_slice(p, 21, b, hk), {0, 3});
+      const Verdict v = verify_slice(p, b, hk, part.o, part.lse, whole.o, whole.lse, {0, 3});
+      EXPECT_EQ(v.failure, "");
+      EXPECT_EQ(v.o.max_abs, 0.0) << "batch " << b << ", KV head " << hk;
+      EXPECT_EQ(v.lse.max_abs, 0.0);
+      EXPECT_EQ(v.o.count, 3 * 2 * 8);  // G heads x 2 rows x D
+      // Another slice's rows differ: the offsets matter.
+      const Verdict other = verify_slice(p, b, 1 - hk, part.o, part.lse, whole.o, whole.lse, {0, 3});
+      EXPECT_GT(other.o.max_abs, 0.0);
+    }
+  EXPECT_THROW(verify_slice(p, 3, 0, whole.o, whole.lse, whole.o, whole.lse), InvalidArgument);
+  const Verdict a = verify_slice(p, 0, 0, whole.o, whole.lse, whole.o, whole.lse, {0});
+  Verdict bad = a;
+  bad.o.max_abs = 1.0, bad.failure = "O: too far; ";
+  const Verdict w = worse_of(a, bad);
+  EXPECT_EQ(w.o.max_abs, 1.0);
+  EXPECT_EQ(w.o.count, 2 * a.o.count);
+  EXPECT_EQ(w.failure, "O: too far; ");
 }
 
 }  // namespace

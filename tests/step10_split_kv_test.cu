@@ -146,6 +146,25 @@ TEST(Plan, ForcedAndEnvironmentCounts) {
   }
 }
 
+// What the benchmark records beside a forced count: the heuristic's own choice, whatever is forced.
+TEST(Plan, HeuristicCountIgnoresWhatIsForced) {
+  const Problem p = make(8, 32, 8, 1, 65536, 128, DType::bf16, Mask::none, Layout::bshd);
+  const AttentionArgs a = fake_args(p);
+  const int sms = vendor::device_count() > 0 ? vendor::multiprocessor_count() : 0;
+  const step10::SplitPlan plan = step10::plan_splits(a, sms, 1);
+  const int want = step10::choose_num_splits(plan.batch_heads_kv * plan.m_tiles, plan.key_tiles, sms,
+                                             step10::resident_blocks_per_sm(plan.tile, plan.head_dim));
+  EXPECT_EQ(step10::heuristic_num_splits(a), want);
+  {
+    const ScopedEnv env("FLASHSTEPS_NUM_SPLITS", "7");
+    EXPECT_EQ(step10::plan_for_device(a).num_splits, 7);
+    EXPECT_EQ(step10::heuristic_num_splits(a), want);
+    const step10::ScopedNumSplits forced(3);
+    EXPECT_EQ(step10::plan_for_device(a).num_splits, 3);
+    EXPECT_EQ(step10::heuristic_num_splits(a), want);
+  }
+}
+
 TEST(Plan, ScopedNumSplitsNestsAndRejectsOutOfRange) {
   const ScopedEnv clear("FLASHSTEPS_NUM_SPLITS", nullptr);
   const AttentionArgs a = fake_args(make(1, 4, 1, 1, 100, 64, DType::bf16, Mask::none));

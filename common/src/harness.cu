@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "flashsteps/harness.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
 #include "flashsteps/host_dtype.h"
+#include "flashsteps/random.h"
 
 namespace flashsteps {
 
@@ -101,11 +104,74 @@ DeviceInfo device_info() {
 }
 
 DeviceCase::DeviceCase(const HostInputs& in) : problem_(in.problem), layout_(in.layout) {
-  const std::size_t esize = dtype_size(problem_.dtype);
   for (int b = 0; b < 3; ++b) {
     inputs_[b] = DeviceBuffer(in.buffers[b].size());
     inputs_[b].upload(in.buffers[b]);
   }
+  allocate();
+}
+
+namespace {
+
+// One tensor of a problem for fill_random_kernel: where its rows go and which stream they
+// draw from. Row r is canonical row (b, h, s) = (r / (H N), r / N % H, r % N).
+struct RandomFill {
+  std::int64_t rows;         // B * H * N
+  std::int64_t heads, seqlen, head_dim;
+  std::int64_t offset;       // element offset of [0, 0, 0, 0] in the buffer
+  std::int64_t stride[3];    // element strides of batch, head, sequence (dim: 1)
+  std::uint64_t stream;      // random::input_stream(seed, tensor)
+  int tensor;                // 0 = Q, 1 = K, 2 = V
+};
+
+// make_inputs()'s loop on the device: element c = row * D + d of the canonical order gets
+// random::input_value(stream, tensor, c) rounded to T, at its strided place. threadIdx.x
+// walks a row's D elements, threadIdx.y and the blocks walk rows (three divisions per row,
+// not per element: the decode set's largest caches hold 17 G elements).
+template <typename T>
+__global__ void fill_random_kernel(T* base, RandomFill f) {
+  for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; row < f.rows;
+       row += static_cast<std::int64_t>(gridDim.x) * blockDim.y) {
+    const std::int64_t s = row % f.seqlen, bh = row / f.seqlen, h = bh % f.heads, b = bh / f.heads;
+    T* dst = base + f.offset + b * f.stride[0] + h * f.stride[1] + s * f.stride[2];
+    const std::uint64_t c0 = static_cast<std::uint64_t>(row * f.head_dim);
+    for (std::int64_t d = threadIdx.x; d < f.head_dim; d += blockDim.x)
+      dst[d] = vendor::from_float<T>(random::input_value(f.stream, f.tensor, c0 + static_cast<std::uint64_t>(d)));
+  }
+}
+
+}  // namespace
+
+DeviceCase::DeviceCase(const Problem& problem, std::uint64_t seed) : problem_(problem), layout_(make_layout(problem)) {
+  const std::size_t esize = dtype_size(problem_.dtype);
+  for (int b = 0; b < 3; ++b) inputs_[b] = DeviceBuffer(static_cast<std::size_t>(layout_.buffer_elems[b]) * esize);
+  const Placement* placements[3] = {&layout_.q, &layout_.k, &layout_.v};
+  for (int t = 0; t < 3; ++t) {
+    const Placement& pl = *placements[t];
+    RandomFill f;
+    f.heads = t == 0 ? problem_.heads_q : problem_.heads_kv;
+    f.seqlen = t == 0 ? problem_.seqlen_q : problem_.seqlen_k;
+    f.head_dim = problem_.head_dim;
+    f.rows = problem_.batch * f.heads * f.seqlen;
+    f.offset = pl.offset;
+    for (int i = 0; i < 3; ++i) f.stride[i] = pl.stride[i];
+    f.stream = random::input_stream(seed, t);
+    f.tensor = t;
+    if (f.rows == 0 || f.head_dim == 0) continue;
+    const dim3 block(32, 8);
+    const std::int64_t blocks = std::min<std::int64_t>((f.rows + block.y - 1) / block.y, 1 << 20);
+    vendor::dispatch_dtype(problem_.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      fill_random_kernel<T><<<static_cast<unsigned>(blocks), block>>>(static_cast<T*>(inputs_[pl.buffer].data()), f);
+    });
+    FLASHSTEPS_CHECK_LAUNCH("fill_random_kernel");
+  }
+  vendor::synchronize();
+  allocate();
+}
+
+void DeviceCase::allocate() {
+  const std::size_t esize = dtype_size(problem_.dtype);
   o_ = DeviceBuffer(static_cast<std::size_t>(layout_.o_elems) * esize);
   const std::int64_t rows = problem_.batch * problem_.heads_q * problem_.seqlen_q;
   if (problem_.with_lse) lse_ = DeviceBuffer(static_cast<std::size_t>(rows) * sizeof(float));

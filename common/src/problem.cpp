@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "flashsteps/host_dtype.h"
+#include "flashsteps/random.h"
 
 namespace flashsteps {
 
@@ -102,24 +103,6 @@ float read_element(const void* buffer, const Placement& pl, DType dtype, std::in
 
 namespace {
 
-// A counter-based generator: element e of a stream draws from splitmix64(seed, e) alone, so
-// any range of elements can be generated independently (and in parallel) with the same result.
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// An approximately standard normal draw for element @p e of stream @p seed: the sum of four
-// 16-bit uniforms from one 64-bit hash (Irwin-Hall), centred and scaled to variance 1. No
-// transcendental functions, so the standard set's 100 M elements take milliseconds.
-float normal_at(std::uint64_t seed, std::uint64_t e) {
-  const std::uint64_t r = splitmix64(seed ^ splitmix64(e));
-  const double sum = static_cast<double>((r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) + (r >> 48));
-  return static_cast<float>((sum / 65536.0 - 2.0) * 1.7320508075688772);  // Var(U) = 1/12, 4 of them
-}
-
 // Runs fn(begin, end) over [0, n) on every hardware thread.
 template <typename Fn>
 void parallel_ranges(std::int64_t n, Fn fn) {
@@ -165,10 +148,36 @@ HostInputs make_inputs(const Problem& p, const InputValue& value) {
 }
 
 HostInputs make_random_inputs(const Problem& p, std::uint64_t seed) {
-  const std::uint64_t streams[3] = {splitmix64(seed), splitmix64(seed + 1), splitmix64(seed + 2)};
-  const float offsets[3] = {0.0f, 0.0f, 0.5f};  // V is offset so that O is not centred on 0
+  const std::uint64_t streams[3] = {random::input_stream(seed, 0), random::input_stream(seed, 1),
+                                    random::input_stream(seed, 2)};
   return make_inputs(p, [&](int t, std::int64_t c) {
-    return normal_at(streams[t], static_cast<std::uint64_t>(c)) + offsets[t];
+    return random::input_value(streams[t], t, static_cast<std::uint64_t>(c));
+  });
+}
+
+Problem slice_problem(const Problem& p) {
+  if (p.heads_kv <= 0 || p.heads_q % p.heads_kv != 0)
+    throw InvalidArgument("slice_problem: heads_kv must divide heads_q in " + p.name());
+  Problem slice = p;
+  slice.batch = 1, slice.heads_q = p.heads_q / p.heads_kv, slice.heads_kv = 1, slice.layout = Layout::bhsd;
+  return slice;
+}
+
+HostInputs make_random_slice(const Problem& p, std::uint64_t seed, std::int64_t batch, std::int64_t head_kv) {
+  if (batch < 0 || batch >= p.batch || head_kv < 0 || head_kv >= p.heads_kv)
+    throw InvalidArgument("make_random_slice: (batch " + std::to_string(batch) + ", KV head " + std::to_string(head_kv) +
+                          ") is outside " + p.name());
+  const std::int64_t G = p.heads_q / p.heads_kv;
+  const Problem slice = slice_problem(p);
+  // In canonical [B, H, N, D] order the slice's heads are consecutive in the whole problem:
+  // its element c is element first[t] + c there.
+  const std::int64_t first[3] = {(batch * p.heads_q + head_kv * G) * p.seqlen_q * p.head_dim,
+                                 (batch * p.heads_kv + head_kv) * p.seqlen_k * p.head_dim,
+                                 (batch * p.heads_kv + head_kv) * p.seqlen_k * p.head_dim};
+  const std::uint64_t streams[3] = {random::input_stream(seed, 0), random::input_stream(seed, 1),
+                                    random::input_stream(seed, 2)};
+  return make_inputs(slice, [&](int t, std::int64_t c) {
+    return random::input_value(streams[t], t, static_cast<std::uint64_t>(first[t] + c));
   });
 }
 

@@ -128,4 +128,10 @@ float event_elapsed_ms(Event start, Event stop) {
   return ms;
 }
 
+std::size_t free_device_bytes() {
+  std::size_t free = 0, total = 0;
+  FLASHSTEPS_CHECK(FS_RT(MemGetInfo)(&free, &total));
+  return free;
+}
+
 }  // namespace flashsteps::vendor

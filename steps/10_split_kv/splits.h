@@ -119,6 +119,11 @@ SplitPlan plan_splits(const AttentionArgs& args, int sm_count, int forced = 0);
 /// forced by ScopedNumSplits, if any. What attention_forward() and workspace_bytes() use.
 SplitPlan plan_for_device(const AttentionArgs& args);
 
+/// The split count choose_num_splits() gives @p args on the current device, whatever
+/// FLASHSTEPS_NUM_SPLITS or ScopedNumSplits force: what the benchmark records beside a forced
+/// count (its counter heuristic_splits), so that a split sweep marks the heuristic's choice.
+int heuristic_num_splits(const AttentionArgs& args);
+
 /// Workspace bytes of @p num_splits splits of @p args: for num_splits > 1, float32 partial
 /// outputs `[num_splits][B Hq Nq][head_dim padded]` then row maxima and row sums
 /// `[num_splits][B Hq Nq]` each; 0 for one split.

@@ -7,3 +7,10 @@
 if(STEP_TEST)
   flashsteps_gpu_sources(${STEP_TEST} ${CMAKE_SOURCE_DIR}/tests/step10_split_kv_test.cu)
 endif()
+
+# The benchmark records the split count of each call (counters num_splits, heuristic_splits)
+# and takes --split-sweep: bench/bench_attention.cu includes splits.h (found through the step
+# library's include folder) under this definition.
+if(STEP_BENCH)
+  target_compile_definitions(${STEP_BENCH} PRIVATE FLASHSTEPS_BENCH_SPLIT_KV)
+endif()

@@ -416,11 +416,21 @@ SplitPlan plan_splits(const AttentionArgs& args, int sm_count, int forced) {
   return plan;
 }
 
-SplitPlan plan_for_device(const AttentionArgs& args) {
-  // The SM count of the first device queried (one per process: the benchmark and the tests
-  // use one device); 0 without a device, which makes the heuristic choose one split.
+namespace {
+// The SM count of the first device queried (one per process: the benchmark and the tests
+// use one device); 0 without a device, which makes the heuristic choose one split.
+int device_sm_count() {
   static const int sm_count = vendor::device_count() > 0 ? vendor::multiprocessor_count() : 0;
-  return plan_splits(args, sm_count, g_forced_splits);
+  return sm_count;
+}
+}  // namespace
+
+SplitPlan plan_for_device(const AttentionArgs& args) { return plan_splits(args, device_sm_count(), g_forced_splits); }
+
+int heuristic_num_splits(const AttentionArgs& args) {
+  const SplitPlan plan = plan_splits(args, device_sm_count(), 1);  // forced: the shape alone, no environment read
+  return choose_num_splits(plan.batch_heads_kv * plan.m_tiles, plan.key_tiles, device_sm_count(),
+                           resident_blocks_per_sm(plan.tile, plan.head_dim));
 }
 
 std::size_t workspace_bytes_for(const AttentionArgs& args, int num_splits) {

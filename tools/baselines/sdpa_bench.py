@@ -41,7 +41,7 @@ D = 128 and 64, and chunked prefill (Nq = 128, Nk = 8192, causal bottom-right, p
 time, and its entries add ``us_per_call``: GBps, the bytes of Q, K, V and O over the time, is
 the measure there.
 
-    python3 tools/baselines/sdpa_bench.py --set decode --results-dir results-decode
+    python3 tools/baselines/sdpa_bench.py --set decode --results-dir results   # results/<gpu>/sdpa-flash-decode.json ...
 
 A backend that cannot run a problem (dtype, head size, GPU, PyTorch build) gets an
 entry with ``error_occurred`` and PyTorch's reasons, like a skipped step benchmark.
@@ -107,6 +107,12 @@ class Backend:
     @property
     def filename(self) -> str:
         return f"{self.step}.json"
+
+    def file_for(self, problem_set: str) -> str:
+        """The result file of one problem set: ``sdpa-flash.json`` for the standard set,
+        ``sdpa-flash-decode.json`` for the decode set (beside it, as bench_stepNN writes
+        ``stepNN-decode.json``), so the two sets never overwrite each other."""
+        return self.filename if problem_set == "standard" else f"{self.step}-{problem_set}.json"
 
 
 BACKENDS = {
@@ -406,9 +412,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     out = ap.add_mutually_exclusive_group()
     out.add_argument("--out", type=Path, metavar="DIR",
-                     help="write DIR/sdpa-<backend>.json (one file per backend)")
+                     help="write DIR/sdpa-<backend>.json (one file per backend; "
+                          "sdpa-<backend>-decode.json with --set decode)")
     out.add_argument("--results-dir", type=Path, metavar="DIR",
-                     help="write DIR/<gpu>/sdpa-<backend>.json, beside bench_stepNN's files")
+                     help="write DIR/<gpu>/sdpa-<backend>.json (-decode.json with --set decode), "
+                          "beside bench_stepNN's files")
     ap.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
     ap.add_argument("--reps", type=_positive, default=20,
                     help="timed calls; TFLOPS from their median (default 20)")
@@ -821,7 +829,7 @@ def main(argv: list[str] | None = None) -> int:
     contexts = {b.key: backend_context(b, device, settings) for b in backends}
     entries: dict[str, list[dict]] = {b.key: [] for b in backends}
     out_dir = output_dir(args, device["gpu_name"])
-    paths = {b.key: out_dir / b.filename for b in backends} if out_dir else {}
+    paths = {b.key: out_dir / b.file_for(args.set) for b in backends} if out_dir else {}
 
     print(f"PyTorch {torch.__version__} on {device['gpu_name']} ({device['gpu_arch']}, "
           f"{device['runtime_version']}); "

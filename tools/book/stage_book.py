@@ -686,7 +686,8 @@ def split_wide_tables(markdown: str, group_re: str = r"^(.*?)\s*D=\d+ \w+$") -> 
     ``D=<d> <mask>`` (the step's own columns have none; a baseline's are "PyTorch SDPA flash
     D=64 full") becomes one table per group, each with the first column again, so that no
     table is wider than the page. The group's name goes in a line above its table; other
-    tables and text are kept as they are."""
+    tables (those where no column matches: the decode tables, a column per step or baseline)
+    and text are kept as they are."""
     lines = markdown.split("\n")
     out: list[str] = []
     i = 0
@@ -701,10 +702,12 @@ def split_wide_tables(markdown: str, group_re: str = r"^(.*?)\s*D=\d+ \w+$") -> 
         rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines[i:j]]
         head = rows[0]
         groups: dict[str, list[int]] = {}
+        matched = False
         for k, name in enumerate(head[1:], start=1):
             m = re.match(group_re, name)
+            matched = matched or m is not None
             groups.setdefault(m[1] if m else name, []).append(k)
-        if len(groups) < 2:
+        if len(groups) < 2 or not matched:
             out += lines[i:j]
             i = j
             continue

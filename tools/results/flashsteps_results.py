@@ -80,8 +80,10 @@ CEILING_FILES = {
 CEILING_KINDS = ("bandwidth", "fp32_fma", "bf16_gemm")
 
 _ATTN_RE = re.compile(r"^attention/(fp16|bf16|fp32)/hd(\d+)/n(\d+)/(full|causal)$")
-# The decode set (decode_problems() of problem.h): every size is in the name.
-_DECODE_RE = re.compile(r"^decode/(fp16|bf16|fp32)/hd(\d+)/b(\d+)/hq(\d+)/hkv(\d+)/nq(\d+)/nk(\d+)/(full|causal)$")
+# The decode set (decode_problems() of problem.h): every size is in the name; a split sweep
+# (bench_step10 --split-sweep) appends the forced split count, "/splits:<N>".
+_DECODE_RE = re.compile(r"^decode/(fp16|bf16|fp32)/hd(\d+)/b(\d+)/hq(\d+)/hkv(\d+)/nq(\d+)/nk(\d+)/(full|causal)"
+                        r"(?:/splits:(\d+))?$")
 _FIXTURE_RE = re.compile(r"^[A-Za-z0-9_.-]+/(fp16|bf16|fp32)/[A-Za-z0-9_.-]+$")
 # Suffixes Google Benchmark may append to a run name (repetitions set in code...).
 _GB_SUFFIX_RE = re.compile(
@@ -111,6 +113,7 @@ class Record:
     seqlen: int | None
     mask: str | None         # "full" / "causal" for attention benchmarks
     counters: dict[str, float] = field(default_factory=dict)
+    splits: int | None = None  # a split sweep's forced count ("/splits:<N>"), else None
     error: str | None = None  # skip reason; counters are then meaningless
     context: dict[str, Any] = field(default_factory=dict, repr=False)
     source: str = ""
@@ -154,7 +157,8 @@ def parse_name(name: str) -> dict[str, Any]:
 
     ``attention/bf16/hd128/n4096/causal`` gives every field; a decode-set name such as
     ``decode/bf16/hd128/b8/hq32/hkv8/nq1/nk4096/full`` gives kind "decode" and seqlen = Nk
-    (decode_sizes() gives the rest); a fixture such as
+    (decode_sizes() gives the rest), and "splits": the forced split count of a split sweep's
+    ``.../full/splits:8`` (None without it); a fixture such as
     ``minilm/fp16/layers6`` gives its kind and dtype only.  Returns {} when the
     name follows neither pattern.
     """
@@ -165,7 +169,7 @@ def parse_name(name: str) -> dict[str, Any]:
     m = _DECODE_RE.match(name)
     if m:
         return {"kind": "decode", "dtype": m[1], "head_dim": int(m[2]), "seqlen": int(m[7]),
-                "mask": m[8]}
+                "mask": m[8], "splits": int(m[9]) if m[9] else None}
     m = _FIXTURE_RE.match(name)
     if m:
         return {"kind": name.split("/")[0], "dtype": m[1], "head_dim": None,
@@ -180,6 +184,11 @@ def decode_sizes(name: str) -> dict[str, int] | None:
         return None
     return {"batch": int(m[3]), "heads_q": int(m[4]), "heads_kv": int(m[5]),
             "seqlen_q": int(m[6]), "seqlen_k": int(m[7])}
+
+
+def decode_base(name: str) -> str:
+    """A decode-set name without a split sweep's ``/splits:<N>``; other names unchanged."""
+    return re.sub(r"/splits:\d+$", "", name) if _DECODE_RE.match(name) else name
 
 
 def base_name(entry: dict) -> str:
@@ -287,7 +296,7 @@ def load_file(path: Path | str, gpu: str | None = None) -> list[Record]:
         if not fields:
             raise ResultsError(path, f"{where}.name",
                                "expected attention/<dtype>/hd<D>/n<N>/<full|causal>, "
-                               "decode/<dtype>/hd<D>/b<B>/hq<Hq>/hkv<Hkv>/nq<Nq>/nk<Nk>/<full|causal> "
+                               "decode/<dtype>/hd<D>/b<B>/hq<Hq>/hkv<Hkv>/nq<Nq>/nk<Nk>/<full|causal>[/splits:<N>] "
                                "or <fixture>/<dtype>/<variant>")
         ok = [e for e in entries if _entry_error(e) is None]
         error = None if ok else _entry_error(entries[0])
@@ -386,7 +395,7 @@ def name_sort_key(name: str) -> tuple:
     if f.get("kind") == "decode":
         z = decode_sizes(name)
         return (1, ("fp16", "bf16", "fp32").index(f["dtype"]), -f["head_dim"], z["heads_kv"],
-                z["seqlen_q"], z["batch"], z["seqlen_k"])
+                z["seqlen_q"], z["batch"], z["seqlen_k"], f["splits"] or 0)
     if f.get("kind") != "attention":
         return (2, name)
     return (0, ("fp16", "bf16", "fp32").index(f["dtype"]), f["head_dim"], f["seqlen"],

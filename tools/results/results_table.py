@@ -19,11 +19,21 @@ a numbered note giving its reason; a benchmark absent from the results shows
 "n/a".  ``--update``/``--check`` act on the text between the lines
 ``<!-- results-table:begin -->`` and ``<!-- results-table:end -->``.
 
+The decode set (``bench_stepNN --set decode``, ``sdpa_bench.py --set decode``: Nq = 1 against a
+K/V cache, and chunked prefill) gets a second table per GPU that has any of it, below the first:
+one row per problem of one (dtype, D, Hkv) (``--decode-dtype``, ``--decode-head-dim``,
+``--decode-heads-kv``; bf16, 128, 8 by default), one column per step and baseline that measured
+it, each cell the effective bandwidth in TB/s (the bytes of Q, K, V, O and LSE over the time)
+and, in brackets, the time per call. A split sweep's entries (``.../splits:<N>``) are left out.
+
 With ``--step NN`` the table is one step's instead: a row per sequence length, a column per
 (head_dim, mask), each cell the step's TFLOPS and its speed-up over the previous measured
 step (``--versus`` picks another), then the fixture benchmarks.  ``--baselines`` adds, for
 each baseline measured on that GPU, a column per (head_dim, mask) with the baseline's
-TFLOPS and, in brackets, the step's TFLOPS as a share of it.
+TFLOPS and, in brackets, the step's TFLOPS as a share of it. A step with decode-set results
+also gets one decode table per (head_dim, Hkv) it measured in the dtype: the step's TB/s and
+time per call, the previous step's TB/s with the step's speed-up over it, and (``--baselines``)
+each baseline's TB/s with the step's share of it.
 """
 
 from __future__ import annotations
@@ -51,9 +61,68 @@ def _cell(rec: fr.Record | None, notes: list[str]) -> str:
     return fr.fmt_tflops(rec.tflops)
 
 
+# ----------------------------------------------------------------------------- decode set
+
+def decode_records(records: list[fr.Record], dtype: str, head_dim: int,
+                   heads_kv: int) -> list[fr.Record]:
+    """The decode-set records of one (dtype, D, Hkv), split sweeps' forced counts left out."""
+    return [r for r in records if r.kind == "decode" and r.splits is None and r.dtype == dtype
+            and r.head_dim == head_dim and fr.decode_sizes(r.name)["heads_kv"] == heads_kv]
+
+
+def decode_label(name: str) -> str:
+    """A decode problem's row label: "B=8, Nk=65536", or for chunked prefill
+    "B=1, Nq=128, Nk=8192, causal"."""
+    z = fr.decode_sizes(name)
+    mask = fr.parse_name(name)["mask"]
+    parts = [f"B={z['batch']}"] + ([f"Nq={z['seqlen_q']}"] if z["seqlen_q"] != 1 else [])
+    parts.append(f"Nk={z['seqlen_k']}")
+    return ", ".join(parts + (["causal"] if mask == "causal" else []))
+
+
+def fmt_tbps(rec: fr.Record) -> str:
+    """Effective TB/s with about three significant digits."""
+    tbps = rec.counters.get("GBps", 0.0) / 1e3
+    return f"{tbps:.2f}" if tbps < 10 else f"{tbps:.1f}"
+
+
+def _decode_cell(rec: fr.Record | None, notes: list[str], time: bool = True) -> str:
+    """TB/s and, with ``time``, the time per call in brackets; "—" for a skipped entry."""
+    if rec is None or rec.skipped:
+        return _cell(rec, notes)
+    if "GBps" not in rec.counters:
+        return "?"
+    us = rec.counters.get("us_per_call")
+    if not time or us is None:
+        return fmt_tbps(rec)
+    return f"{fmt_tbps(rec)} ({us:.0f} µs)" if us >= 100 else f"{fmt_tbps(rec)} ({us:.1f} µs)"
+
+
+def decode_table(records: list[fr.Record], dtype: str, head_dim: int, heads_kv: int,
+                 notes: list[str]) -> list[str]:
+    """Lines of one GPU's decode table (every step and baseline with decode results of this
+    dtype, D and Hkv as a column, one row per problem); [] when there are none."""
+    recs = decode_records(records, dtype, head_dim, heads_kv)
+    if not recs:
+        return []
+    by_key = {(r.step, r.name): r for r in recs}
+    names = sorted({r.name for r in recs}, key=fr.name_sort_key)
+    who = fr.steps_of(recs)
+    heads_q = fr.decode_sizes(names[0])["heads_q"]
+    labels = [f"*{fr.step_label(s, n)}*" if fr.is_baseline(s) else fr.step_label(s, n) for s, n in who]
+    lines = [f"Decode set, {dtype}, D = {head_dim}, Hq = {heads_q}, Hkv = {heads_kv}: effective TB/s "
+             "(bytes of Q, K, V, O and LSE over the time per call) and, in brackets, the time per "
+             "call (median of repetitions)", "",
+             "| Problem | " + " | ".join(labels) + " |", "|:--|" + "--:|" * len(who)]
+    for name in names:
+        cells = [_decode_cell(by_key.get((s, name)), notes) for s, _ in who]
+        lines.append(f"| {decode_label(name)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def gpu_table(records: list[fr.Record], dtype: str, head_dims: list[int],
-              masks: list[str], seqlen: int) -> str:
-    """Markdown for one GPU's records."""
+              masks: list[str], seqlen: int, decode: tuple[str, int, int] | None = None) -> str:
+    """Markdown for one GPU's records; ``decode`` = (dtype, D, Hkv) of its decode table."""
     first = records[0]
     by_key = {(r.step, r.name): r for r in records}
     columns = [(f"attention/{dtype}/hd{d}/n{seqlen}/{m}", f"{dtype} D={d} {m}")
@@ -62,16 +131,23 @@ def gpu_table(records: list[fr.Record], dtype: str, head_dims: list[int],
     columns += [(name, name) for name in fixtures]
 
     notes: list[str] = []
-    lines = [f"**{fr.gpu_title(first.vendor, first.context['gpu_name'])}** "
-             f"(`{first.gpu}`), TFLOPS at N = {seqlen} (median of repetitions)", "",
-             "| Step | " + " | ".join(label for _, label in columns) + " |",
-             "|:--|" + "--:|" * len(columns)]
-    for step, step_name in fr.steps_of(records):
+    title = f"**{fr.gpu_title(first.vendor, first.context['gpu_name'])}** (`{first.gpu}`)"
+    standard = fr.steps_of([r for r in records if r.kind != "decode"])
+    lines = []
+    if standard:  # a GPU with decode results only gets the decode table alone
+        lines = [f"{title}, TFLOPS at N = {seqlen} (median of repetitions)", "",
+                 "| Step | " + " | ".join(label for _, label in columns) + " |",
+                 "|:--|" + "--:|" * len(columns)]
+    for step, step_name in standard:
         cells = [_cell(by_key.get((step, name)), notes) for name, _ in columns]
         label = fr.step_label(step, step_name)
         if fr.is_baseline(step):
             label = f"*{label}* (baseline)"
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if decode is not None and any(r.kind == "decode" for r in records):
+        table = decode_table(records, *decode, notes)
+        lines += ([""] if lines else [title, ""]) + (
+            table or [f"Decode set: no {decode[0]} results at D = {decode[1]}, Hkv = {decode[2]}."])
     lines += ["", f"<sub>{fr.describe_gpu(records)}</sub>"]
     if notes:
         lines += [""] + [f"[{i}] skipped: {n}  " for i, n in enumerate(notes, 1)]
@@ -80,8 +156,10 @@ def gpu_table(records: list[fr.Record], dtype: str, head_dims: list[int],
 
 
 def make_table(records: list[fr.Record], dtype: str = "bf16", head_dims=(64, 128),
-               masks=("full", "causal"), seqlen: int = 16384) -> str:
-    """The whole Markdown block (all GPUs), ending with a newline."""
+               masks=("full", "causal"), seqlen: int = 16384,
+               decode: tuple[str, int, int] = ("bf16", 128, 8)) -> str:
+    """The whole Markdown block (all GPUs), ending with a newline; ``decode`` is the
+    (dtype, D, Hkv) of the decode table of a GPU with decode-set results."""
     parts = ["<!-- generated by tools/results/results_table.py from the results JSON; "
              "do not edit by hand -->"]
     for vendor in fr.VENDORS:
@@ -90,7 +168,7 @@ def make_table(records: list[fr.Record], dtype: str = "bf16", head_dims=(64, 128
             parts.append(f"**{fr.VENDOR_LABELS[vendor]}**: not measured.")
         for gpu in gpus:
             parts.append(gpu_table([r for r in records if r.gpu == gpu], dtype,
-                                   list(head_dims), list(masks), seqlen))
+                                   list(head_dims), list(masks), seqlen, tuple(decode)))
     if any(" n/a |" in p for p in parts):
         parts.append("n/a = not in the results.")
     return "\n\n".join(parts) + "\n"
@@ -131,6 +209,55 @@ def baselines_of(records: list[fr.Record], dtype: str) -> list[tuple[str, str]]:
                     for r in records)]
 
 
+def _decode_ratio_cell(other: fr.Record | None, rec: fr.Record | None, notes: list[str],
+                       share: bool) -> str:
+    """Another step's or a baseline's TB/s and, in brackets, ``rec``'s speed-up over it
+    (``share`` False: "×1.7") or its share of it (``share`` True: "85%")."""
+    cell = _decode_cell(other, notes, time=False)
+    if other is None or other.skipped or rec is None or rec.skipped:
+        return cell
+    theirs, mine = other.counters.get("GBps", 0.0), rec.counters.get("GBps", 0.0)
+    if theirs <= 0 or mine <= 0:
+        return cell
+    if share:
+        return f"{cell} ({100.0 * mine / theirs:.0f}%)"
+    ratio = mine / theirs
+    return f"{cell} (×{ratio:.1f})" if ratio >= 10 else f"{cell} (×{ratio:.2f})"
+
+
+def step_decode_tables(records: list[fr.Record], step: str, versus: str | None, dtype: str,
+                       bases: list[tuple[str, str]], notes: list[str]) -> list[str]:
+    """Lines of one step's decode tables on one GPU, one per (D, Hkv) it measured in
+    ``dtype`` (D = 128 first): the step's TB/s and time per call, then ``versus``'s TB/s
+    with the step's speed-up, then each baseline's TB/s with the step's share."""
+    mine = [r for r in records if r.step == step and r.kind == "decode" and r.splits is None
+            and r.dtype == dtype]
+    shapes = sorted({(r.head_dim, fr.decode_sizes(r.name)["heads_kv"]) for r in mine},
+                    key=lambda dh: (-dh[0], dh[1]))
+    label = fr.step_label(step, mine[0].step_name) if mine else step
+    lines: list[str] = []
+    for head_dim, heads_kv in shapes:
+        recs = decode_records(records, dtype, head_dim, heads_kv)
+        by_key = {(r.step, r.name): r for r in recs}
+        names = sorted({r.name for r in recs if r.step == step}, key=fr.name_sort_key)
+        others = [(versus, False)] if versus and any(r.step == versus for r in recs) else []
+        others += [(b, True) for b, _ in bases if any(r.step == b for r in recs)]
+        names_of = {s: n for s, n in fr.steps_of(records)}
+        heads = [f"{label} TB/s (time)"]
+        heads += [f"{fr.step_label(o, names_of[o])} TB/s" for o, _ in others]
+        heads_q = fr.decode_sizes(names[0])["heads_q"]
+        lines += ["", f"Decode set, {dtype}, D = {head_dim}, Hq = {heads_q}, Hkv = {heads_kv}: "
+                      "effective TB/s (bytes of Q, K, V, O and LSE over the time per call)", "",
+                  "| Problem | " + " | ".join(heads) + " |", "|:--|" + "--:|" * len(heads)]
+        for name in names:
+            rec = by_key.get((step, name))
+            cells = [_decode_cell(rec, notes)]
+            cells += [_decode_ratio_cell(by_key.get((o, name)), rec, notes, is_base)
+                      for o, is_base in others]
+            lines.append(f"| {decode_label(name)} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def step_gpu_table(records: list[fr.Record], step: str, versus: str | None, dtype: str,
                    head_dims: list[int], masks: list[str], baselines: bool = False) -> str:
     """One GPU: the step's TFLOPS per sequence length, with the speed-up over ``versus``;
@@ -163,8 +290,12 @@ def step_gpu_table(records: list[fr.Record], step: str, versus: str | None, dtyp
             cells += [_share_cell(by_base[b].get(x), mine.get(x), notes)
                       for b, _ in bases for x in names]
             lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    else:
+    elif not any(r.kind == "decode" and r.dtype == dtype for r in mine.values()):
         lines.append(f"No {dtype} attention benchmarks.")
+    decode_bases = [(s, n) for s, n in fr.steps_of(records) if fr.is_baseline(s) and s != step
+                    and any(r.step == s and r.kind == "decode" for r in records)] if baselines else []
+    decode_lines = step_decode_tables(records, step, versus, dtype, decode_bases, notes)
+    lines += decode_lines if seqlens else decode_lines[1:]  # each table starts with a blank line
     fixtures = sorted(x for x, r in mine.items() if r.kind not in ("attention", "decode"))
     if fixtures:
         lines += ["", "| Fixture | TFLOPS |", "|:--|--:|"]
@@ -180,8 +311,13 @@ def step_gpu_table(records: list[fr.Record], step: str, versus: str | None, dtyp
     if bases:
         lines += ["", f"Baseline columns: the baseline's TFLOPS; in brackets step {label}'s "
                       "TFLOPS as a share of it."]
-        for b, name in bases:
-            lines += ["", f"<sub>{name}: {fr.describe_gpu(list(by_base[b].values()))}</sub>"]
+    if decode_lines:
+        lines += ["", f"Decode tables: step {label}'s TB/s and time per call; then the other "
+                      f"columns' TB/s with, in brackets, step {label}'s speed-up over a step or its "
+                      "share of a baseline."]
+    shown = {b for b, _ in bases} | {b for b, _ in decode_bases if decode_lines}
+    for b, name in fr.steps_of([r for r in records if r.step in shown]):
+        lines += ["", f"<sub>{name}: {fr.describe_gpu([r for r in records if r.step == b])}</sub>"]
     return "\n".join(lines)
 
 
@@ -227,6 +363,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--head-dim", type=int, nargs="+", default=[64, 128])
     ap.add_argument("--mask", nargs="+", default=["full", "causal"], choices=["full", "causal"])
     ap.add_argument("--seqlen", type=int, default=16384)
+    ap.add_argument("--decode-dtype", default="bf16", choices=["fp16", "bf16", "fp32"],
+                    help="dtype of the decode table (default bf16)")
+    ap.add_argument("--decode-head-dim", type=int, default=128, help="D of the decode table (default 128)")
+    ap.add_argument("--decode-heads-kv", type=int, default=8,
+                    help="Hkv of the decode table (default 8: GQA with Hq = 32)")
     ap.add_argument("--step", help="one step's table: TFLOPS per N and speed-up (e.g. 03)")
     ap.add_argument("--versus", help="with --step: compare with this step (default: the "
                                      "previous measured one)")
@@ -253,7 +394,8 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --baselines goes with --step (the full table lists baselines as rows)",
               file=sys.stderr)
         return 2
-    table = make_table(records, args.dtype, args.head_dim, args.mask, args.seqlen)
+    table = make_table(records, args.dtype, args.head_dim, args.mask, args.seqlen,
+                       (args.decode_dtype, args.decode_head_dim, args.decode_heads_kv))
     target = args.update or args.check
     if target is None:
         sys.stdout.write(table)

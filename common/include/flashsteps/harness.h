@@ -73,8 +73,17 @@ class DeviceCase {
  public:
   /// Uploads @p inputs. @throws DeviceError on failure
   explicit DeviceCase(const HostInputs& inputs);
+  /// Draws the inputs of @p problem on the device: the values of make_random_inputs(@p problem,
+  /// @p seed), bit for bit (random.h's generator, rounded to nearest even), in the problem's
+  /// layout, with no host copy. What the benchmark uses for problems whose K/V caches are
+  /// too large to draw on the host in good time (the decode set); make_random_slice() gives
+  /// the host the values of any (batch, KV head) of it, for the float64 check.
+  /// @throws InvalidArgument for a problem make_layout() refuses, DeviceError on failure
+  DeviceCase(const Problem& problem, std::uint64_t seed);
   /// Args for one forward call (views into this case's buffers, workspace included).
   const AttentionArgs& args() const { return args_; }
+  /// Input buffer @p buffer (0..2, ProblemLayout::buffer_elems), e.g. to read the inputs back.
+  const DeviceBuffer& input(int buffer) const { return inputs_[buffer]; }
   /// Makes sure the workspace holds at least @p bytes (steps report it via workspace_bytes).
   void reserve_workspace(std::size_t bytes);
   /// Fills O and LSE with NaN, so an element the step never writes stays NaN.
@@ -93,6 +102,8 @@ class DeviceCase {
   Output download(const std::vector<std::int64_t>& rows = {}) const;
 
  private:
+  void allocate();  // the output buffers and the views, once inputs_ hold the inputs
+
   Problem problem_;
   ProblemLayout layout_;
   DeviceBuffer inputs_[3];

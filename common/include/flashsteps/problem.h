@@ -92,9 +92,24 @@ HostInputs make_inputs(const Problem& p, const InputValue& value);
 /// Draws Q, K ~ N(0, 1) and V ~ N(0.5, 1) (approximately) (the offset keeps O away from zero, so relative
 /// errors mean something), rounded to the problem's dtype. N(0, 1) is approximated by the
 /// centred, scaled sum of four uniforms (Irwin-Hall; tails end at +-3.46). Counter-based
-/// (splitmix64 per element), so the result depends on @p seed alone, not on the thread count;
-/// generated on every hardware thread (the standard set's problems hold 100 M elements).
+/// (splitmix64 per element, random.h), so the result depends on @p seed alone, not on the
+/// thread count; generated on every hardware thread (the standard set's problems hold 100 M
+/// elements). DeviceCase(p, seed) (harness.h) draws the same values on the device.
 HostInputs make_random_inputs(const Problem& p, std::uint64_t seed);
+
+/// The part of make_random_inputs(@p p, @p seed) that one KV head of one batch entry sees: a
+/// problem of batch 1, one KV head and the G = Hq / Hkv query heads that share it (query heads
+/// @p head_kv * G ... @p head_kv * G + G - 1), the other sizes, dtype, mask and scale of @p p,
+/// in the BHSD layout. Its elements are those of batch entry @p batch of the whole problem,
+/// bit for bit (the generator is counter-based), drawn without the rest: what the float64
+/// check of a problem too large for the host (the decode set's K/V caches) reads.
+/// @throws InvalidArgument when Hkv does not divide Hq or (batch, head_kv) is outside @p p
+HostInputs make_random_slice(const Problem& p, std::uint64_t seed, std::int64_t batch, std::int64_t head_kv);
+
+/// The problem of one (batch entry, KV head) slice of @p p (make_random_slice()): batch 1, one
+/// KV head, Hq / Hkv query heads, BHSD; everything else as in @p p.
+/// @throws InvalidArgument when Hkv does not divide Hq
+Problem slice_problem(const Problem& p);
 
 /// The query rows a row subset means: @p rows itself, or every row 0..seqlen_q-1 when it is
 /// empty (the convention of the reference, the harness download and verify_output).

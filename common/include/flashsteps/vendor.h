@@ -116,6 +116,9 @@ void event_record(Event event, Stream stream);
 ///@}
 /// Milliseconds between two recorded events (waits for @p stop).
 float event_elapsed_ms(Event start, Event stop);
+/// Bytes of device memory free on the current device now (the runtime's MemGetInfo).
+/// @throws DeviceError on failure
+std::size_t free_device_bytes();
 
 }  // namespace flashsteps::vendor
 

@@ -339,6 +339,12 @@ def test_decode_entries_load_and_summarize(tmp_path):
         fr.load_file(path)
 
 
+def test_decode_set_has_files_of_its_own():
+    flash = sb.BACKENDS["flash"]
+    assert flash.file_for("standard") == "sdpa-flash.json" == flash.filename
+    assert flash.file_for("decode") == "sdpa-flash-decode.json"
+
+
 def test_parse_args_decode_set():
     args = sb.parse_args(["--set", "decode", "--dtype", "bf16", "--head-dim", "128"])
     names = [p.name for p in sb.selected_problems(args)]

@@ -264,3 +264,17 @@ def test_every_step_chapter_has_orientation_and_self_checks():
         assert "The one measurement it hinges on" in " ".join(head.split()), md.name
         check = text[text.index("## Check yourself"):text.index("## Exercises")]
         assert 2 <= check.count("```{details} Answer") <= 3, md.name
+
+
+def test_split_wide_tables_splits_per_baseline_only():
+    """A step's table with baseline columns becomes one table per baseline; a decode table
+    (a column per step or baseline, no "D=<d> <mask>" header) stays whole."""
+    wide = ("| N | D=64 full | PyTorch SDPA flash D=64 full |\n|--:|--:|--:|\n"
+            "| 4096 | 10.0 | 20.0 (50%) |")
+    out = stage_book.split_wide_tables(wide).splitlines()
+    assert out[0] == "| N | D=64 full |"
+    assert "*PyTorch SDPA flash* (TFLOPS; in brackets the step's share of it):" in out
+    assert "| 4096 | 20.0 (50%) |" in out
+    decode = ("| Problem | 10 split_kv TB/s (time) | 06 autotuned TB/s | PyTorch SDPA cuDNN TB/s |\n"
+              "|:--|--:|--:|--:|\n| B=8, Nk=65536 | 4.30 (500 µs) | 1.07 (×4.00) | 4.47 (96%) |")
+    assert stage_book.split_wide_tables(decode) == decode
