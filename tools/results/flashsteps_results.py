@@ -317,7 +317,7 @@ def load_file(path: Path | str, gpu: str | None = None) -> list[Record]:
 def load_results(root: Path | str) -> list[Record]:
     """Load every ``*.json`` under ``root`` (recursively, in sorted order), except the
     ceiling files (:data:`CEILING_FILES`) and the same-run sets under
-    ``root/<gpu>/runs/`` (:func:`load_runs`).
+    ``root/<gpu>/runs/`` (:func:`load_runs`) and the traces of ``root/<gpu>/timeline/``.
 
     The GPU slug is the first folder below ``root`` (``root/<gpu>/x.json``); files
     directly in ``root`` take ``root``'s own name.  The same benchmark of the same
@@ -333,6 +333,8 @@ def load_results(root: Path | str) -> list[Record]:
             continue
         rel = path.relative_to(root)
         if len(rel.parts) > 2 and rel.parts[1] == RUNS_FOLDER:  # see load_runs()
+            continue
+        if len(rel.parts) > 2 and rel.parts[1] == TIMELINE_FOLDER:  # traces, not benchmarks
             continue
         gpu = rel.parts[0] if len(rel.parts) > 1 else root.resolve().name
         _add_unique(records, seen, path, load_file(path, gpu=gpu))
@@ -355,6 +357,9 @@ def _add_unique(records: list[Record], seen: dict[tuple, str], path: Path, new: 
 # one run, kept apart from the published files of the same steps (which may come from other
 # runs), so that a chapter can compare two steps measured side by side.
 RUNS_FOLDER = "runs"
+# results/<gpu>/timeline/: one block's phase traces (trace_stepNN, tools/timeline/), drawn
+# by the chapters of the Hopper steps; never benchmark records.
+TIMELINE_FOLDER = "timeline"
 
 
 def load_runs(root: Path | str) -> dict[str, list[Record]]:
