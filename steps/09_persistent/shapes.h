@@ -29,6 +29,7 @@ struct TileShape {
   std::string name() const;
   /// Parses name(); nullopt when @p text is not of that form.
   static std::optional<TileShape> parse(const std::string& text);
+  /// Same BLOCK_M, BLOCK_N and STAGES.
   bool operator==(const TileShape& o) const { return block_m == o.block_m && block_n == o.block_n && stages == o.stages; }
 };
 

@@ -308,7 +308,7 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, i
 // [end:tma_load]
 
 // [start:tma_store]
-/// One TMA tile copy shared -> global (`cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group`,
+/// One TMA tile copy shared -> global (`cp.async.bulk.tensor.4d.global.shared` from the CTA's shared memory, tile mode, bulk group;
 /// PTX ISA 9.7.9.25.5.2): the box of @p map at coordinates {c0, c1, c2, c3} is written from
 /// @p src, in the same swizzled layout as tma_load_4d() reads; elements of the box outside the
 /// tensor are not written, so a ragged last tile clips itself. It runs asynchronously, in bulk
