@@ -5,7 +5,10 @@ Times ``torch.nn.functional.scaled_dot_product_attention`` with one backend at a
 (``flash``: the FlashAttention-2 kernels built into PyTorch; ``cudnn``: cuDNN's fused
 attention; ``efficient``: the memory-efficient kernels) on the problems of
 ``standard_problems()`` (common/include/flashsteps/problem.h): B * N = 16384 tokens,
-Hq = Hkv = 2048 / D, N = 512 ... 16384, D = 64 and 128, causal off and on, fp16 and bf16.
+Hq = Hkv = 2048 / D, N = 512 ... 16384, D = 64 and 128, causal off and on, fp16 and bf16;
+then, as bench_stepNN's standard set, the real activations of MiniLM
+(``minilm/fp16/layers6``: the fixture tests/data/minilm_qkv.json, 6 layers as the batch, 12
+heads, N = 128, D = 32, BHSD, the model's own values; ``--no-minilm`` leaves it out).
 
 Each backend gets one file in the Google Benchmark JSON that ``bench_stepNN`` writes:
 the same benchmark names (``attention/bf16/hd128/n4096/causal``), the same counters
@@ -202,6 +205,49 @@ class DecodeProblem:
     @property
     def elem_bytes(self) -> int:
         return 2
+
+
+@dataclass(frozen=True)
+class MiniLmProblem:
+    """The real-activation problem bench_stepNN times beside the standard set: Q, K, V of
+    every layer and head of all-MiniLM-L6-v2 on a public-domain text (tests/data/
+    minilm_qkv.json and .bin, fp16, [layers, heads, N, D]), the layers as the batch, BHSD, no
+    mask, the model's scale 1 / sqrt(D), which is SDPA's default."""
+
+    json_path: str
+    layers: int
+    heads: int
+    seqlen: int
+    head_dim: int
+    dtype: str = "fp16"
+    causal: bool = False
+
+    @property
+    def batch(self) -> int:
+        return self.layers
+
+    @property
+    def name(self) -> str:
+        """The benchmark name bench_stepNN gives it."""
+        return f"minilm/fp16/layers{self.layers}"
+
+    @property
+    def elem_bytes(self) -> int:
+        return 2
+
+
+MINILM_FIXTURE = REPO / "tests" / "data" / "minilm_qkv.json"
+
+
+def minilm_problem(json_path: Path = MINILM_FIXTURE) -> MiniLmProblem | None:
+    """The MiniLM problem from the fixture's header, or None when the fixture is not there."""
+    if not json_path.is_file():
+        return None
+    head = json.loads(json_path.read_text())
+    if head.get("format") != "flashsteps-qkv-v1" or head.get("dtype") != "float16" or head.get("causal"):
+        raise ValueError(f"{json_path}: not an fp16, non-causal flashsteps-qkv-v1 fixture")
+    return MiniLmProblem(str(json_path), int(head["layers"]), int(head["heads"]), int(head["seqlen"]),
+                         int(head["head_dim"]))
 
 
 DECODE_BATCHES = (1, 8, 32)
@@ -423,6 +469,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--filter", help="only benchmarks whose name contains this text")
     ap.add_argument("--layout", choices=LAYOUTS, default="bshd",
                     help="memory layout of Q, K, V: bshd (the standard set's, default) or bhsd")
+    ap.add_argument("--no-minilm", action="store_true",
+                    help="leave out the real-activation problem (MiniLM, fp16, D = 32) that the "
+                         "standard set otherwise ends with, as bench_stepNN's does")
     ap.add_argument("--no-check", action="store_true",
                     help="skip the float64 spot check (no error counters)")
     ap.add_argument("--flashsteps", nargs="*", type=int, metavar="STEP",
@@ -446,8 +495,12 @@ def selected_problems(args: argparse.Namespace) -> list[Problem] | list[DecodePr
         return decode_problems(dtypes, sorted(set(args.head_dim), reverse=True), args.filter)
     causal = [c == "on" for c in ("off", "on") if c in args.causal]
     dtypes = [d for d in DTYPES if d in args.dtype]
-    return standard_problems(dtypes, sorted(set(args.head_dim)), sorted(set(args.seqlen)),
-                             causal, args.filter)
+    problems = standard_problems(dtypes, sorted(set(args.head_dim)), sorted(set(args.seqlen)),
+                                 causal, args.filter)
+    minilm = None if args.no_minilm or "fp16" not in dtypes else minilm_problem()
+    if minilm is not None and (not args.filter or args.filter in minilm.name):
+        problems.append(minilm)  # last, as bench_stepNN registers it
+    return problems
 
 
 def output_dir(args: argparse.Namespace, gpu_name: str) -> Path | None:
@@ -563,7 +616,14 @@ def sdpa_context(torch, backend: Backend):
 
 
 def make_inputs(torch, p: Problem, layout: str):
-    """Q, K, V as [B, H, N, D] tensors (views of [B, N, H, D] storage for bshd)."""
+    """Q, K, V as [B, H, N, D] tensors (views of [B, N, H, D] storage for bshd). The MiniLM
+    problem is the fixture's own values, BHSD whatever the layout (as bench_stepNN runs it)."""
+    if isinstance(p, MiniLmProblem):
+        import numpy as np
+        head = json.loads(Path(p.json_path).read_text())
+        raw = np.fromfile(Path(p.json_path).parent / head["bin"], dtype=np.float16)
+        qkv = torch.from_numpy(raw.reshape(3, p.layers, p.heads, p.seqlen, p.head_dim).copy())
+        return [t.to("cuda") for t in qkv]
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[p.dtype]
     gen = torch.Generator(device="cuda")
     gen.manual_seed(seed_from_name(p.name) & 0x7FFFFFFFFFFFFFFF)

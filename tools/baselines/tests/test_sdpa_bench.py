@@ -134,7 +134,7 @@ def test_slug_matches_the_bench_and_loader():
 
 def test_parse_args_defaults_and_selection():
     args = sb.parse_args([])
-    assert len(sb.selected_problems(args)) == 48 and args.reps == 20 and args.warmup == 5
+    assert len(sb.selected_problems(args)) == 48 + 1 and args.reps == 20 and args.warmup == 5
     assert args.backends == ["flash", "cudnn", "efficient"] and sb.output_dir(args, "x") is None
     args = sb.parse_args(["--dtype", "bf16", "--head-dim", "128", "--seqlen", "8192", "1024",
                           "--causal", "on", "--backends", "cudnn", "--out", "/tmp/o"])
@@ -349,3 +349,17 @@ def test_parse_args_decode_set():
     args = sb.parse_args(["--set", "decode", "--dtype", "bf16", "--head-dim", "128"])
     names = [p.name for p in sb.selected_problems(args)]
     assert len(names) == 2 * 13 and all(n.startswith("decode/bf16/hd128/") for n in names)
+
+
+def test_minilm_problem_is_the_fixture_and_ends_the_standard_set():
+    p = sb.minilm_problem()
+    assert p is not None, "tests/data/minilm_qkv.json is part of the repository"
+    assert (p.name, p.batch, p.heads, p.seqlen, p.head_dim, p.dtype, p.causal) == \
+        ("minilm/fp16/layers6", 6, 12, 128, 32, "fp16", False)
+    assert sb.flops(p) == 4.0 * 6 * 12 * 32 * 128 * 128
+    assert sb.min_bytes(p) == 2 * 4 * (6 * 12 * 128 * 32) + 4 * 6 * 12 * 128
+    assert sb.selected_problems(sb.parse_args([]))[-1] == p
+    for argv in (["--no-minilm"], ["--dtype", "bf16"], ["--filter", "attention/"]):
+        assert p not in sb.selected_problems(sb.parse_args(argv)), argv
+    assert sb.selected_problems(sb.parse_args(["--filter", "minilm"])) == [p]
+    assert sb.minilm_problem(Path("/nonexistent/minilm_qkv.json")) is None
