@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job (README, Quick start, first command): set up, build, and then
 #  - with a GPU: run every step's benchmark (checked against the float64 reference), write
-#    the JSON to results/<gpu>/, redraw the plot and the README's results table;
+#    the JSON to build/<preset>/results/<gpu>/ and the plot to build/<preset>/results/
+#    (FLASHSTEPS_PUBLISH=1: to results/, and redraw the README's results table);
 #  - without one: run the float64 reference on the real-activation fixture and say so.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

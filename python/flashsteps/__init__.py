@@ -6,7 +6,7 @@
     k = v = torch.randn(2, 2, 1024, 128, device="cuda", dtype=torch.bfloat16)   # GQA 8:2
     o = flashsteps.attention(q, k, v, causal="bottom_right")          # the last built step
     o, lse = flashsteps.attention(q, k, v, step=4, return_lse=True)   # step 04
-    [s.index for s in flashsteps.steps()]                             # [1, 2, ..., 7]
+    [s.index for s in flashsteps.steps()]                             # the built steps: [1, 2, ..., 10]
 
 Tensors are read through DLPack (``__dlpack__``) without a copy: data pointer, shape and
 strides as they are, so a ``[B, N, H, D]`` (BSHD) tensor passed as ``x.transpose(1, 2)`` is
@@ -115,7 +115,7 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
             packed QKV buffer); the tensor-core steps (04 on) also need 16-byte aligned
             data, batch/head/seq strides that are multiples of 8 elements and D a multiple
             of 8 (see ``steps()``).
-        step: the step number (1 ... 7); default: the last step built.
+        step: the step number (an ``index`` of ``steps()``); default: the last step built.
         causal: ``False`` (no mask); ``"bottom_right"`` (key j visible to query i when
             ``j <= i + Nk - Nq``, FlashAttention's convention; ``True`` means this);
             ``"top_left"`` (``j <= i``, PyTorch's ``is_causal=True``). They agree when
