@@ -38,11 +38,12 @@ std::vector<ShapeCase> shape_cases() {
       cases.push_back({s, make(2, 4, 2, 130, 257, d - 8, DType::f16, Mask::causal_top_left)});
       cases.push_back({s, make(1, 2, 2, 257, 130, d, DType::bf16, Mask::causal_bottom_right)});
       cases.push_back({s, make(1, 3, 3, 200, 333, d, DType::bf16, Mask::none, Layout::bshd)});
-      // 4 x 8 heads x 6 or 8 query tiles (192 or 256 work tiles): more than the 132 SMs of an
-      // H200, so blocks take a second tile (the K/V ring's phases and q_empty carry over); no
-      // block takes a third, so Q's phase never returns to parity 0 here.
-      cases.push_back({s, make(4, 8, 2, 1000, 1000, d, DType::bf16, Mask::none)});
-      cases.push_back({s, make(4, 8, 2, 1000, 1000, d, DType::f16, Mask::causal_top_left)});
+      // 4 x 24 heads x 6 or 8 query tiles (576 or 768 work tiles): more than four times the
+      // 132 SMs of an H200, so every block takes four or more tiles (the K/V ring's phases,
+      // q_full / q_empty's parities both ways round) and the last wave is short, dealt forwards
+      // (wave 4 of 576) or backwards (wave 5 of 768).
+      cases.push_back({s, make(4, 24, 2, 1000, 1000, d, DType::bf16, Mask::none)});
+      cases.push_back({s, make(4, 24, 2, 1000, 1000, d, DType::f16, Mask::causal_top_left)});
     }
   return cases;
 }

@@ -28,6 +28,7 @@ Errors keep the library's messages, which name the offending field (``q.shape[3]
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import sys
 from typing import Any
 
@@ -72,7 +73,11 @@ def _check_tensors(named: list[tuple[str, Any]]) -> None:
             raise TypeError(f"{name}: expected a tensor that implements __dlpack__ (PyTorch, CuPy, "
                             f"JAX, NumPy, ...), got {type(x).__name__}")
     for name, x in named:
-        _ext.check_tensor(name, x)  # rank, dtype, then device: ValueError naming the field
+        try:
+            _ext.check_tensor(name, x)  # rank, dtype, then device: ValueError naming the field
+        except TypeError as exc:  # __dlpack__ raised, or exported something nanobind cannot take
+            raise TypeError(f"{name}: its __dlpack__ export is not a tensor flashsteps can read "
+                            f"({type(x).__name__}: {str(exc).splitlines()[0]})") from None
 
 
 def _torch_of(x: Any):
@@ -115,7 +120,9 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
             packed QKV buffer); the tensor-core steps (04 on) also need 16-byte aligned
             data, batch/head/seq strides that are multiples of 8 elements and D a multiple
             of 8 (see ``steps()``).
-        step: the step number (an ``index`` of ``steps()``); default: the last step built.
+        step: the step number (an ``int``, an ``index`` of ``steps()``); default: the last step
+            built (in a full build step 10, the split-KV step built on step 06, which takes
+            every problem; pass ``step=9`` for the fastest prefill kernel on an H100/H200).
         causal: ``False`` (no mask); ``"bottom_right"`` (key j visible to query i when
             ``j <= i + Nk - Nq``, FlashAttention's convention; ``True`` means this);
             ``"top_left"`` (``j <= i``, PyTorch's ``is_causal=True``). They agree when
@@ -134,25 +141,41 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
         that require grad are read as they are, and the outputs carry no autograd history.
 
     Raises:
-        TypeError: an argument is not a DLPack tensor.
+        TypeError: an argument is not a DLPack tensor, or step, stream, scale or return_lse
+            is not of its type (an int, an int, a real number, a bool).
         ValueError: a tensor is on the CPU or another device, is not 4-d, has another dtype,
             the shapes or strides break the contract, or the step is not built (the message
             names the field: ``q.shape[3]``, ``k.stride[2]``, ``o`` for ``out``, ...).
         NotImplementedError: the step does not implement this case (dtype, head_dim, GPU).
         RuntimeError: a launch or runtime call failed.
     """
+    built = [s["index"] for s in _ext.steps()]
     if step is None:
-        built = _ext.steps()
         if not built:
             raise ValueError("step: no step is built into this module")
-        step = built[-1]["index"]
+        step = built[-1]
+    elif isinstance(step, bool) or not isinstance(step, numbers.Integral):
+        raise TypeError(f"step = {step!r}: expected an int, one of the steps built ({', '.join(map(str, built))})")
+    elif step not in built:
+        raise ValueError(f"step = {step} is not built into this module (built: {', '.join(map(str, built)) or 'none'})")
+    step = int(step)
+    if causal is not None and not isinstance(causal, (bool, str)):  # 1 == True: no ints
+        raise ValueError(f"causal = {causal!r}: expected False, True, 'bottom_right' or 'top_left'")
     try:
         mask = _MASKS[causal]
     except (KeyError, TypeError):
         raise ValueError(f"causal = {causal!r}: expected False, True, 'bottom_right' or 'top_left'") from None
+    if not isinstance(return_lse, bool):
+        raise TypeError(f"return_lse = {return_lse!r}: expected True or False")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
+        raise TypeError(f"scale = {scale!r}: expected a real number or None")
+    if stream is not None and (isinstance(stream, bool) or not isinstance(stream, numbers.Integral)):
+        raise TypeError(f"stream = {stream!r}: expected an int stream handle or None")
     torch = _torch_of(q)
     if torch is not None:  # PyTorch exports no tensor that requires grad; the step only reads them
         q, k, v = (x.detach() if isinstance(x, torch.Tensor) else x for x in (q, k, v))
+        if isinstance(out, torch.Tensor):
+            out = out.detach()  # written in place: the same storage, without autograd
     _check_tensors([("q", q), ("k", k), ("v", v)] + ([("o", out)] if out is not None else []))
     if stream is None:
         stream = torch.cuda.current_stream(q.device).cuda_stream if torch is not None else 0

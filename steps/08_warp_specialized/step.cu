@@ -413,7 +413,9 @@ void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
   validate(args);
   check_tensor_core_args(args, "step 08");
   for (const auto& [name, n] : {std::pair<const char*, std::int64_t>{"q.shape[2] (seqlen_q)", args.seqlen_q()},
-                                std::pair<const char*, std::int64_t>{"k.shape[2] (seqlen_k)", args.seqlen_k()}})
+                                std::pair<const char*, std::int64_t>{"k.shape[2] (seqlen_k)", args.seqlen_k()},
+                                std::pair<const char*, std::int64_t>{"q.shape[0] (batch)", args.batch()},
+                                std::pair<const char*, std::int64_t>{"q.shape[1] (heads_q)", args.heads_q()}})
     if (n > std::numeric_limits<std::int32_t>::max())  // TMA coordinates are 32-bit
       throw exceeds_limit("step 08", name, n, "TMA's 32-bit coordinates", std::numeric_limits<std::int32_t>::max());
   dispatch_head_dim_sm90(args.head_dim(), "step 08", [&](auto head_dim_tag) {

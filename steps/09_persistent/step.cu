@@ -13,7 +13,8 @@
 //     Q buffer may take the next tile's Q
 //   - a configuration space per head dim (wgmma takes N up to 256 in steps of 8): D = 128
 //     full problems take 176-key tiles, causal ones 128 (shapes(), default_shape(); the
-//     environment's FLASHSTEPS_STEP09_SHAPE forces one, for tests and measurements)
+//     environment's FLASHSTEPS_STEP09_SHAPE forces one on every call, for measurements;
+//     attention_forward_with() forces one per call, for the tests)
 //   - the producer, the consumers' ping-pong and the softmax are step 08's
 // Why it is faster: a block pays for its start (barriers, the first Q and K in flight) once
 // per SM instead of once per tile, the next tile's first K loads while O is stored, and a
@@ -21,7 +22,8 @@
 // Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 578 TFLOP/s
 // (results/nvidia-h200/step09.json, commit 77a7d6e).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
-// run: a few percent faster than step 08, short of cuDNN, which the course's goal asks to pass.
+// run: a little faster than step 08 almost everywhere (slower on long causal problems at
+// D = 64), short of cuDNN, which the course's goal asks to pass.
 // Limits: as step 08: fp16/bf16; head_dim a multiple of 8 up to 128 (compiled for 64 and 128,
 // others zero-padded by TMA); 16-byte aligned tensors and strides; sm_90 (H100/H200) only.
 // Chapter: book/steps/09_persistent.md
@@ -419,8 +421,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 // The configuration space: per compiled head dim, the shapes below. Two consumers with
 // 64-key tiles are left out (step 08 measured them no faster), 176-key tiles at D = 64 too
 // (a 64 x 176 S is twice the work per exponent of D = 64's GEMMs: the softmax would be the
-// longer phase), and three consumers at D = 128 (160 registers cannot hold a 64 x 128 O, S
-// and P).
+// longer phase), and three consumers at D = 128: with 128-key tiles their 160 registers
+// cannot hold a 64 x 128 O, S and P (64 + 64 + 32 before any address); with 64-key tiles
+// (64 + 32 + 16) they would, and that shape was not tried.
 template <int HEAD_DIM>
 using Space = std::conditional_t<HEAD_DIM == 64,
                                  std::tuple<TileConfig<64, 3, 64, 4>, TileConfig<64, 2, 128, 2>>,
@@ -501,8 +504,8 @@ std::vector<TileShape> shapes(int head_dim) {
 
 // [start:default_shape]
 // Measured on the H200 (bf16, N 1024-8192, results/nvidia-h200/runs/step09-shapes-*): at
-// D = 128 the 176-key tiles gain 1-6% on full problems and lose up to 9% on short causal
-// ones; at D = 64 two consumers with 128-key tiles gain 2-10% on full problems, and three
+// D = 128 the 176-key tiles gain 0-5% on full problems and lose up to 9% on short causal
+// ones; at D = 64 two consumers with 128-key tiles gain 4-10% on full problems, and three
 // with 64-key tiles keep the short causal ones 0-2% ahead.
 TileShape default_shape(int head_dim, Mask mask) {
   if (head_dim == 64) return mask == Mask::none ? TileShape{128, 128, 2} : TileShape{192, 64, 4};
@@ -525,7 +528,9 @@ void forward(const AttentionArgs& args, vendor::Stream stream, const TileShape* 
   validate(args);
   check_tensor_core_args(args, "step 09");
   for (const auto& [name, n] : {std::pair<const char*, std::int64_t>{"q.shape[2] (seqlen_q)", args.seqlen_q()},
-                                std::pair<const char*, std::int64_t>{"k.shape[2] (seqlen_k)", args.seqlen_k()}})
+                                std::pair<const char*, std::int64_t>{"k.shape[2] (seqlen_k)", args.seqlen_k()},
+                                std::pair<const char*, std::int64_t>{"q.shape[0] (batch)", args.batch()},
+                                std::pair<const char*, std::int64_t>{"q.shape[1] (heads_q)", args.heads_q()}})
     if (n > std::numeric_limits<std::int32_t>::max())  // TMA coordinates are 32-bit
       throw exceeds_limit("step 09", name, n, "TMA's 32-bit coordinates", std::numeric_limits<std::int32_t>::max());
   dispatch_head_dim_sm90(args.head_dim(), "step 09", [&](auto head_dim_tag) {

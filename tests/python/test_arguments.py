@@ -84,3 +84,29 @@ def test_module_exports_only_its_entry_point():
     listing = subprocess.run([nm, "-D", "--defined-only", lib], check=True, capture_output=True, text=True).stdout
     strong = sorted(line.split()[-1] for line in listing.splitlines() if line.split()[-2] in "TDBR")
     assert strong == ["PyInit__flashsteps"], f"{lib} exports {strong[:20]}"
+
+
+@pytest.mark.parametrize("kwargs,error,text", [
+    ({"step": True}, TypeError, r"^step = True: expected an int"),
+    ({"step": 9.0}, TypeError, r"^step = 9\.0: expected an int"),
+    ({"step": "9"}, TypeError, r"^step = '9': expected an int"),
+    ({"step": 99}, ValueError, r"^step = 99 is not built into this module \(built: 1, "),
+    ({"step": 0}, ValueError, r"^step = 0 is not built"),
+    ({"causal": 1}, ValueError, r"^causal = 1: expected False, True"),
+    ({"causal": 0.0}, ValueError, r"^causal = 0\.0: expected"),
+    ({"return_lse": "yes"}, TypeError, r"^return_lse = 'yes': expected True or False"),
+    ({"scale": True}, TypeError, r"^scale = True: expected a real number"),
+    ({"scale": "0.1"}, TypeError, r"^scale = '0\.1': expected a real number"),
+    ({"stream": "x"}, TypeError, r"^stream = 'x': expected an int stream handle"),
+    ({"stream": 1.5}, TypeError, r"^stream = 1\.5: expected an int stream handle"),
+])
+def test_bad_arguments_are_named_before_the_tensors_are_looked_at(kwargs, error, text):
+    # CPU arrays would fail the tensor checks: the argument's own error must come first.
+    with pytest.raises(error, match=text):
+        flashsteps.attention(arr(), arr(), arr(), **kwargs)
+
+
+def test_an_export_nanobind_cannot_take_names_the_field():
+    structured = np.zeros((1, 2, 8, 16), dtype=[("a", np.float16), ("b", np.float16)])
+    with pytest.raises(TypeError, match=r"^q: its __dlpack__ export is not a tensor flashsteps can read"):
+        flashsteps.attention(structured, arr(), arr())

@@ -309,8 +309,9 @@ __device__ __forceinline__ void tma_load_4d(void* dst, const CUtensorMap* map, i
 
 // [start:tma_store]
 /// One TMA tile copy shared -> global (`cp.async.bulk.tensor.4d.global.shared` from the CTA's shared memory, tile mode, bulk group;
-/// PTX ISA 9.7.9.25.5.2): the box of @p map at coordinates {c0, c1, c2, c3} is written from
-/// @p src, in the same swizzled layout as tma_load_4d() reads; elements of the box outside the
+/// PTX ISA 9.7.9.25.5.2): the box of @p map at coordinates {c0, c1, c2, c3} (innermost
+/// first, in elements: column, row, head, batch) is written from @p src (1024-byte aligned,
+/// the period of the 128-byte swizzle), in the same swizzled layout as tma_load_4d() reads; elements of the box outside the
 /// tensor are not written, so a ragged last tile clips itself. It runs asynchronously, in bulk
 /// groups: tma_store_commit() closes the group of the stores issued so far and
 /// tma_store_wait_read() waits until every group has read its shared memory (which may then be
@@ -369,13 +370,16 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
 // ---------------------------------------------------------------------------------------
 // Host side.
 
-/// The TMA tensor map of one of Q, K, V: a 4-D tiled view `{head_dim, seqlen, heads, batch}`
-/// (innermost first) with byte strides from @p t, read in boxes of 64 columns x @p box_rows
-/// rows x 1 x 1, 128-byte swizzled, out-of-range elements filled with zeros. Every coordinate
-/// stays within its own dimension (at most 2^31 - 1), and the strides are 64-bit, so tensors
-/// of more than 2^31 elements need no special care. Encoded through the runtime's driver entry
+/// The TMA tensor map of one of Q, K, V (read) or O (written, step 09): a 4-D tiled view
+/// `{head_dim, seqlen, heads, batch}` (innermost first) with byte strides from @p t, copied in
+/// boxes of 64 columns x @p box_rows rows x 1 x 1, 128-byte swizzled; out-of-range elements
+/// arrive as zeros on loads and are not written on stores. Every coordinate stays within its
+/// own dimension, which the caller keeps at most 2^31 - 1 (the steps check seqlen, batch and
+/// heads), and the strides are 64-bit, so tensors of more than 2^31 elements need no special
+/// care. Encoded through the runtime's driver entry
 /// point (cudaGetDriverEntryPointByVersion), so nothing links libcuda directly.
-/// @throws Unsupported naming the field TMA cannot express (a stride of 2^40 bytes or more);
+/// @throws Unsupported naming the field TMA cannot express (a stride of 0 over a dimension of
+/// more than one element, or of 2^40 bytes or more);
 /// @throws DeviceError when the driver rejects the map.
 CUtensorMap make_tensor_map(const TensorView& t, const char* name, int box_rows);
 
