@@ -3,7 +3,9 @@
 //
 // Benchmarks carry the same names in every step ("attention/bf16/hd128/n4096/causal"), so
 // Google Benchmark's compare.py sets two steps' JSON side by side. Time is manual, from GPU
-// events around each call (around a batch of back-to-back calls when one call is under 1 ms); each problem is first run once and spot-checked against the
+// events around each call (around a batch of back-to-back calls when one call is under 1 ms;
+// one Google Benchmark iteration is one call, so --min-time counts seconds of calls on the
+// GPU); each problem is first run once and spot-checked against the
 // float64 reference (its errors are reported as counters), and the binary exits non-zero if
 // any check fails. Inputs rotate over several copies when one set would sit in L2.
 //
@@ -125,6 +127,7 @@ struct Prepared {
   Verdict verdict;
   std::string skip;        // non-empty: why this problem is not timed
   double prepare_s = 0.0;  // host seconds to draw, upload, check and copy the inputs
+  int batch = 0;           // calls per event pair, chosen at the first run (0: not yet)
 };
 std::unique_ptr<Prepared> g_prepared;
 
@@ -198,29 +201,34 @@ void run_benchmark(benchmark::State& state, const std::string& name, const std::
   // Calls per event pair: enough for a pair to span about 1 ms, so each call is queued while
   // the previous one runs and its launch latency is hidden (as in real use), then the time per
   // call is the pair's interval divided by the count. Long problems get one call per pair.
-  int batch = 1;
-  {
+  // Chosen once per problem, at its first run (Google Benchmark runs the function several
+  // times: warm-up, the runs that size the iteration count, the repetitions).
+  if (prep.batch == 0) {
     const AttentionArgs& a0 = prep.sets[0]->args();
     const std::vector<float> ms = time_with_events([&] { step::attention_forward(a0, nullptr); }, 1, 3);
     const double fastest_ms = std::max(1e-3, static_cast<double>(*std::min_element(ms.begin(), ms.end())));
-    batch = static_cast<int>(std::clamp(std::ceil(1.0 / fastest_ms), 1.0, 64.0));
+    prep.batch = static_cast<int>(std::clamp(std::ceil(1.0 / fastest_ms), 1.0, 64.0));
   }
+  const int batch = prep.batch;
+  // One Google Benchmark iteration is one call: KeepRunningBatch(batch) runs the calls of one
+  // event pair as that many iterations, and the pair's interval is their time. So --min-time
+  // and the warm-up count seconds of calls on the GPU, and the reported time (manual time over
+  // iterations) is the time per call.
   vendor::Event start = vendor::event_create(), stop = vendor::event_create();
   double total_s = 0.0;
-  std::size_t call = 0, pairs = 0;
-  for (auto _ : state) {
+  std::size_t call = 0;
+  while (state.KeepRunningBatch(batch)) {
     vendor::event_record(start, nullptr);
     for (int i = 0; i < batch; ++i) step::attention_forward(prep.sets[call++ % prep.sets.size()]->args(), nullptr);
     vendor::event_record(stop, nullptr);
-    const double s = vendor::event_elapsed_ms(start, stop) / 1e3 / batch;
+    const double s = vendor::event_elapsed_ms(start, stop) / 1e3;
     state.SetIterationTime(s);
     total_s += s;
-    ++pairs;
   }
   vendor::event_destroy(start);
   vendor::event_destroy(stop);
   const AttentionArgs& a = prep.sets[0]->args();
-  const double mean_s = total_s / static_cast<double>(std::max<std::size_t>(pairs, 1));
+  const double mean_s = total_s / static_cast<double>(std::max<std::size_t>(call, 1));
   state.counters["calls_per_timing"] = batch;
   const double tflops = attention_flops(a) / mean_s / 1e12;
   state.counters["TFLOPS"] = tflops;

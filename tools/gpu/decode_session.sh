@@ -1,75 +1,124 @@
 #!/usr/bin/env bash
 # Step 10's decode session on a GPU machine, from the repository root, with a build folder
 # carried there (built elsewhere with -DCMAKE_CUDA_ARCHITECTURES=90a and bundled with
-# tools/gpu/bundle_runtime_libs.sh; targets test_step10, bench_step06, bench_step10):
-#   1. test_step10, every test (GoogleTest JSON);
-#   2. compute-sanitizer memcheck and racecheck on a few decode and forced-split cases;
-#   3. the decode set (bf16 and fp16, D = 128 and 64) of steps 10 and 06 (bench_stepNN --set decode);
-#   4. step 10's split sweep (bench_step10 --split-sweep) on three decode problems;
-#   5. PyTorch SDPA on the same decode set (tools/baselines/sdpa_bench.py --set decode), when torch is there;
-# then the tables of tools/results/ on what was measured. Everything goes to $OUT/decode-session/,
-# packed at the end as $OUT/decode-session.tar.gz (the folder is removed; $OUT/decode-summary.txt
-# is the console output): unpack it beside the repository and copy decode-session/results/ into
-# results/ to publish (results/<gpu>/step10-decode.json, step06-decode.json,
-# sdpa-*-decode.json, runs/step10-split-sweep/step10.json).
+# tools/gpu/bundle_runtime_libs.sh; targets test_step10, bench_step06, bench_step10).
 #
 #   tools/gpu/decode_session.sh [BUILD_DIR]        (default build/h200; OUT defaults to /tmp/out)
 #
-# The whole session keeps to a time budget (FLASHSTEPS_SESSION_BUDGET seconds, default 360):
+# Every benchmark run is small enough to write its JSON before a time limit can cut it: the
+# decode set runs as one bench_stepNN per subset (dtype, D, Hkv: 12 decode problems and the
+# chunked-prefill point each), with its own --benchmark_filter and results folder under
+# decode-session/parts/, and the parts are merged at the end into decode-session/results/
+# (tools/results/merge_bench_json.py: one step10-decode.json, step06-decode.json,
+# sdpa-<backend>-decode.json and runs/step10-split-sweep/step10.json; a part cut by its limit
+# is left out and named). The course's target points come first:
+#    phase (FLASHSTEPS_SKIP name)     what                                        estimate
+#    tests                            test_step10, every test (measured: 12 s)        15 s
+#    decode10-bf16-hd128-hkv8         the targets: Hkv 8, Nk >= 4096, B 8 Nk 65536,
+#                                     and the chunked-prefill point                   10 s
+#    decode10-bf16-hd128-hkv32                                                        10 s
+#    decode06-bf16-hd128-hkv8         step 06, the slow baseline (this subset only)   15 s
+#    sdpa-bf16-hd128                  PyTorch SDPA, 3 backends, both Hkv              25 s
+#    sweep-b1-nk16384, sweep-b8-nk65536, sweep-b1-nk4096
+#                                     step 10's split sweep, 10 counts each      3 x 8 s
+#    memcheck, racecheck              compute-sanitizer (measured: 2 s and 4 s)   5 + 5 s
+#    decode10-fp16-hd128-hkv8, -hkv32                                            2 x 10 s
+#    decode10-{bf16,fp16}-hd64-{hkv8,hkv32}                                      4 x 10 s
+#    sdpa-fp16-hd128, sdpa-hd64                                                  20 + 35 s
+#    merge, tables, packing                                                           15 s
+#    in all                                                           about 240 s (4 min)
+# The priority block (tests to the sweep) ends after about 100 s. How the estimates follow
+# from the run at 2e04100 (results/nvidia-h200/runs/step10-decode-2e04100.txt, budget 300 s):
+# its benchmarks spent their time in Google Benchmark's loop, not in preparing or checking.
+# Until bench_attention.cu timed one call per iteration (KeepRunningBatch), one iteration was
+# one event pair of up to 64 calls reporting the time of one call, so --min-time 0.05 and the
+# 0.05 s warm-up ran batch x 0.05 s of calls: about 0.3 s x batch per problem, 17 s at B = 1,
+# Nk = 1024 (55 calls per pair). That accounts for 114 s of the 120 s in which step 10 printed
+# 16 problems, and 108 s of step 06's 43. Now each problem takes about 0.3 s of calls (warm-up,
+# the runs that size the iteration count, 3 repetitions of >= 0.05 s) plus about 0.3 s to
+# draw, check (once per problem: prepare() caches it) and copy its inputs, and each run about
+# 2 s to start: 13 problems, about 10 s. With binaries from before that change a subset takes
+# about 90 s (the first gets a 120 s cap for that reason; the others would be cut).
+#
+# The whole session keeps to a time budget (FLASHSTEPS_SESSION_BUDGET seconds, default 300):
 # each phase runs under `timeout` with the smaller of its own cap and what is left of the
-# budget (less 20 s for the packing), and a phase that finds less than 15 s left is skipped and
-# says so. Expected on an H200: about 5 minutes (tests 30 s, memcheck 45 s, racecheck 60 s, each
-# decode set 45 s, the sweep 20 s, SDPA 50 s; the estimates are printed beside the times
-# measured). Settings, all optional:
+# budget (less 30 s for the merge, the tables and the packing), and a phase that finds less
+# than 15 s left is skipped and says so. Everything goes to $OUT/decode-session/, packed at the
+# end as $OUT/decode-session.tar.gz (the folder is removed; $OUT/decode-summary.txt is the
+# console output): unpack it beside the repository and copy decode-session/results/ into
+# results/ to publish. Settings, all optional:
 #   FLASHSTEPS_DECODE_MIN_TIME  seconds of calls per repetition (default 0.05)
 #   FLASHSTEPS_DECODE_REPS      repetitions per benchmark, median reported (default 3)
-#   FLASHSTEPS_DECODE_FILTER    --benchmark_filter of the decode sets (default: all 104 problems)
 #   FLASHSTEPS_DECODE_STEPS     steps whose decode set is timed (default "10 06")
+#   FLASHSTEPS_DECODE10_SUBSETS step 10's subsets, <dtype>-hd<D>-hkv<Hkv>, bf16-hd128-* first
+#                               whatever the order (default: all eight)
+#   FLASHSTEPS_DECODE06_SUBSETS step 06's (default bf16-hd128-hkv8; "all": all eight)
+#   FLASHSTEPS_DECODE_FILTER    instead of the subsets, one run per step with this filter
 #   FLASHSTEPS_SWEEP_COUNTS     forced split counts (default 1,2,4,8,16,32,64,128,256)
-#   FLASHSTEPS_SWEEP_FILTER     the sweep's problems (default bf16 D = 128 Hkv = 8: B = 1 at
-#                               Nk = 4096 (64 key tiles: counts past them leave splits empty) and
-#                               16384, B = 8 at Nk = 65536)
+#   FLASHSTEPS_SWEEP_PROBLEMS   the sweep's problems, one run each (default bf16 D = 128
+#                               Hkv = 8: B = 1 at Nk = 16384, B = 8 at Nk = 65536, B = 1 at
+#                               Nk = 4096, whose 64 key tiles leave splits past them empty)
+#   FLASHSTEPS_SWEEP_FILTER     instead of those, one sweep run with this filter
 #   FLASHSTEPS_SDPA_WARMUP, FLASHSTEPS_SDPA_REPS   SDPA's untimed and timed calls (default 5, 20)
 #   FLASHSTEPS_MEMCHECK_FILTER, FLASHSTEPS_RACECHECK_FILTER   gtest filters of the sanitizers
-#   FLASHSTEPS_SKIP             phases to leave out, e.g. "sdpa racecheck"
+#   FLASHSTEPS_SKIP             phases to leave out, by name or group: e.g. "sdpa racecheck"
+#                               leaves out every sdpa-* phase and racecheck; "decode06",
+#                               "sweep", "decode10-fp16-hd64-hkv32", patterns like "*-hd64-*"
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
 build="${1:-build/h200}"
 out="${OUT:-/tmp/out}"
 work="$out/decode-session"
 results="$work/results"
+parts="$work/parts"
 export PATH="/usr/local/cuda/bin:$PATH"
 export LD_LIBRARY_PATH="$PWD/$build/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 py="$(command -v "${FLASHSTEPS_DEVICE_PYTHON:-python3}")"
-mkdir -p "$work" "$results"
+rm -rf "$work"
+mkdir -p "$work" "$results" "$parts"
 start=$(date +%s)
-deadline=$((start + ${FLASHSTEPS_SESSION_BUDGET:-360}))
+deadline=$((start + ${FLASHSTEPS_SESSION_BUDGET:-300}))
+reserve=30  # seconds kept for the merge, the tables and the packing
 status=0
 summary="$work/summary.txt"
 : > "$summary"
 say() { echo "$*" | tee -a "$summary"; }
+# A benchmark's console lines reach its log as they are printed (a cut run's log still shows them).
+linebuf=(env)
+command -v stdbuf > /dev/null 2>&1 && linebuf=(stdbuf -oL)
+
+# skipped NAME: whether FLASHSTEPS_SKIP names the phase, its group (the words before a '-')
+# or a pattern that matches it.
+skipped() {
+  local word
+  for word in ${FLASHSTEPS_SKIP:-}; do
+    # shellcheck disable=SC2053  # unquoted on purpose: a word may be a pattern
+    [[ $1 == $word || $1 == $word-* ]] && return 0
+  done
+  return 1
+}
 
 # phase NAME CAP_S ESTIMATE_S LOG COMMAND...: runs COMMAND under timeout (the smaller of CAP_S
 # and the budget left), its output in LOG; records the time beside the estimate.
 phase() {
   local name=$1 cap=$2 estimate=$3 log=$4 left limit t0 rc
   shift 4
-  if [[ " ${FLASHSTEPS_SKIP:-} " == *" $name "* ]]; then
+  if skipped "$name"; then
     say "== $name: skipped (FLASHSTEPS_SKIP)"
     return 0
   fi
-  left=$((deadline - $(date +%s) - 20))
+  left=$((deadline - $(date +%s) - reserve))
   limit=$((cap < left ? cap : left))
   if [ "$limit" -lt 15 ]; then
     say "== $name: SKIPPED, out of time (${left} s of the budget left)"
     status=1
     return 0
   fi
-  say "== $name (limit ${limit} s, expected about ${estimate} s)"
+  say "== $name (limit ${limit} s, expected about ${estimate} s; at $(($(date +%s) - start)) s)"
   t0=$(date +%s)
   timeout --kill-after=10 "$limit" "$@" > "$log" 2>&1
   rc=$?
-  [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && say "   TIMED OUT after ${limit} s"
+  { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && say "   TIMED OUT after ${limit} s"
   [ "$rc" -ne 0 ] && status=1
   say "   $name: exit $rc, $(($(date +%s) - t0)) s (log: ${log#"$out"/})"
   return 0
@@ -92,14 +141,109 @@ if command -v nvidia-smi > /dev/null 2>&1; then
     --format=csv,noheader,nounits | head -1) || true
 fi
 context="--benchmark_context=driver_version=${driver:-unknown},sm_clock_mhz_at_start=${sm_clock:-unknown},mem_clock_mhz_at_start=${mem_clock:-unknown}"
+min_time="${FLASHSTEPS_DECODE_MIN_TIME:-0.05}"
+reps="${FLASHSTEPS_DECODE_REPS:-3}"
+part_no=0
+
+# part NAME CAP_S ESTIMATE_S COMMAND... (the command's results folder: "$dir"): one run whose
+# files land in its own folder under parts/, numbered in the order of the session.
+part() {
+  local name=$1 cap=$2 estimate=$3 dir
+  shift 3
+  part_no=$((part_no + 1))
+  dir="$parts/$(printf %02d "$part_no")-$name"
+  phase "$name" "$cap" "$estimate" "$work/$name.log" "$@" --results-dir "$dir"
+  [ -f "$work/$name.log" ] && grep -iE '^results:|mismatch|error' "$work/$name.log" | tail -3 | tee -a "$summary"
+  return 0
+}
+
+# decode_part STEP SUBSET CAP_S: one subset (<dtype>-hd<D>-hkv<Hkv>) of a step's decode set
+# (STEP as in the binary's name: 10, 06).
+decode_part() {
+  local step=$1 subset=$2 cap=$3 dtype d hkv filter estimate=10
+  if [ "$subset" = filter ]; then
+    filter="$FLASHSTEPS_DECODE_FILTER"
+  elif [[ $subset =~ ^(fp16|bf16)-hd([0-9]+)-hkv([0-9]+)$ ]]; then
+    dtype=${BASH_REMATCH[1]} d=${BASH_REMATCH[2]} hkv=${BASH_REMATCH[3]}
+    filter="^decode/$dtype/hd$d/b[0-9]+/hq[0-9]+/hkv$hkv/"
+  else
+    say "== decode$step-$subset: not a subset (<fp16|bf16>-hd<D>-hkv<Hkv>): skipped"
+    status=1
+    return 0
+  fi
+  [ "$step" = 06 ] && estimate=15
+  part "decode$step-$subset" "$cap" "$estimate" "${linebuf[@]}" "$build/bin/bench_step$step" --set decode \
+    --benchmark_filter="$filter" --min-time "$min_time" --repetitions "$reps" "$context"
+}
+
+all_subsets="bf16-hd128-hkv8 bf16-hd128-hkv32 fp16-hd128-hkv8 fp16-hd128-hkv32"
+all_subsets+=" bf16-hd64-hkv8 bf16-hd64-hkv32 fp16-hd64-hkv8 fp16-hd64-hkv32"
+# decode_parts STEP first|rest: the step's subsets of bf16 D = 128 (first) or the others (rest).
+decode_parts() {
+  local step=$1 which=$2 subsets subset cap=40
+  [[ " ${FLASHSTEPS_DECODE_STEPS:-10 06} " == *" $step "* ]] || return 0
+  if [ "$step" = 10 ]; then subsets="${FLASHSTEPS_DECODE10_SUBSETS:-$all_subsets}"; else subsets="${FLASHSTEPS_DECODE06_SUBSETS:-bf16-hd128-hkv8}"; fi
+  [ "$subsets" = all ] && subsets="$all_subsets"
+  if [ -n "${FLASHSTEPS_DECODE_FILTER:-}" ]; then
+    [ "$which" = first ] && decode_part "$step" filter 120
+    return 0
+  fi
+  for subset in $subsets; do
+    [[ $subset == bf16-hd128-* ]] && [ "$which" = rest ] && continue
+    [[ $subset == bf16-hd128-* ]] || [ "$which" = rest ] || continue
+    # The first run gets room for binaries that still time batch x --min-time (see the header).
+    [ "$part_no" -eq 0 ] && cap=120
+    decode_part "$step" "$subset" "$cap"
+    cap=40
+  done
+}
+
+# sdpa_part NAME ESTIMATE_S ARGS...: PyTorch SDPA (flash, cuDNN, efficient) on part of the decode
+# set, the commit recorded from the benchmarks; it writes its files after every problem.
+sdpa_ok=0
+if "$py" -c 'import torch' 2> /dev/null; then
+  sdpa_ok=1
+  commit=$(strings "$build/bin/bench_step10" 2> /dev/null | grep -m1 -xE '[0-9a-f]{12}(-dirty)?')
+fi
+sdpa_part() {
+  local name=$1 estimate=$2
+  shift 2
+  if [ "$sdpa_ok" = 0 ]; then
+    say "== $name: no PyTorch for $py: skipped"
+    return 0
+  fi
+  part "$name" $((3 * estimate)) "$estimate" env FLASHSTEPS_GIT_COMMIT="${FLASHSTEPS_GIT_COMMIT:-$commit}" \
+    "$py" tools/baselines/sdpa_bench.py --set decode "$@" --warmup "${FLASHSTEPS_SDPA_WARMUP:-5}" \
+    --reps "${FLASHSTEPS_SDPA_REPS:-20}"
+  grep -E 'skipped:|^!' "$work/$name.log" 2> /dev/null | head -6 | tee -a "$summary"
+}
 
 # 1. Every test of step 10: the conformance suite, the split matrix, the plan, the device draw.
-phase tests 90 30 "$work/test_step10.log" \
+phase tests 60 15 "$work/test_step10.log" \
   "$build/bin/test_step10" --gtest_brief=1 --gtest_output="json:$work/test_step10.json"
 say "   $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$work/test_step10.log" 2> /dev/null | tr '\n' ' ')"
 grep -A3 -E '^\[  FAILED  \]|Failure' "$work/test_step10.log" 2> /dev/null | head -20 | tee -a "$summary"
 
-# 2. Sanitizers on decode and forced-split cases: G = 4 and 8, splits past the key tiles
+# 2. The targets: bf16 D = 128 of step 10 (Hkv = 8 with the chunked-prefill point first), of
+# step 06 (Hkv = 8), and of SDPA.
+decode_parts 10 first
+decode_parts 06 first
+sdpa_part sdpa-bf16-hd128 25 --dtype bf16 --head-dim 128
+
+# 3. The split sweep, one run per problem: each at the heuristic's count, then at every forced count.
+sweep_args=(--split-sweep "${FLASHSTEPS_SWEEP_COUNTS:-1,2,4,8,16,32,64,128,256}" --min-time "$min_time"
+            --repetitions "$reps" "$context")
+if [ -n "${FLASHSTEPS_SWEEP_FILTER:-}" ]; then
+  part sweep 60 25 "${linebuf[@]}" "$build/bin/bench_step10" "${sweep_args[@]}" --benchmark_filter="$FLASHSTEPS_SWEEP_FILTER"
+else
+  for problem in ${FLASHSTEPS_SWEEP_PROBLEMS:-decode/bf16/hd128/b1/hq32/hkv8/nq1/nk16384/full \
+      decode/bf16/hd128/b8/hq32/hkv8/nq1/nk65536/full decode/bf16/hd128/b1/hq32/hkv8/nq1/nk4096/full}; do
+    shape=$(sed -E 's|^decode/.*/(b[0-9]+)/.*/(nk[0-9]+)/.*$|\1-\2|; s|[^A-Za-z0-9-]|_|g' <<< "$problem")
+    part "sweep-$shape" 30 8 "${linebuf[@]}" "$build/bin/bench_step10" "${sweep_args[@]}" --benchmark_filter="^$problem"
+  done
+fi
+
+# 4. Sanitizers on decode and forced-split cases: G = 4 and 8, splits past the key tiles
 # (empty splits), a causal top-left row whose later splits are all masked, chunked prefill on
 # the prefill tile, no keys at all, the benchmark's GQA shape at the heuristic's count, and the
 # huge-logit combine; memcheck also covers the harness's device draw.
@@ -109,8 +253,8 @@ cases+=':*/s4_b1_hq8_hkv2_nq3_nk0_*:*/auto_b2_hq32_hkv8_nq1_nk2000_*:SplitKvHuge
 declare -A sanitizer_filter=([memcheck]="${FLASHSTEPS_MEMCHECK_FILTER:-$cases:Harness.*}"
                              [racecheck]="${FLASHSTEPS_RACECHECK_FILTER:-$cases}")
 for tool in memcheck racecheck; do
-  if command -v compute-sanitizer > /dev/null; then
-    phase "$tool" 90 50 "$work/test_step10.$tool.log" \
+  if skipped "$tool" || command -v compute-sanitizer > /dev/null; then
+    phase "$tool" 45 5 "$work/test_step10.$tool.log" \
       compute-sanitizer --tool "$tool" --error-exitcode 3 "$build/bin/test_step10" --gtest_brief=1 \
       --gtest_filter="${sanitizer_filter[$tool]}"
     say "   $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$work/test_step10.$tool.log" 2> /dev/null | tail -1)" \
@@ -121,33 +265,24 @@ for tool in memcheck racecheck; do
   fi
 done
 
-# 3. The decode set of each step: stepNN-decode.json under results/<gpu>/.
-bench_args=(--set decode --min-time "${FLASHSTEPS_DECODE_MIN_TIME:-0.05}" --repetitions "${FLASHSTEPS_DECODE_REPS:-3}"
-            --results-dir "$results" "$context")
-[ -n "${FLASHSTEPS_DECODE_FILTER:-}" ] && bench_args+=("--benchmark_filter=$FLASHSTEPS_DECODE_FILTER")
-for step in ${FLASHSTEPS_DECODE_STEPS:-10 06}; do
-  phase "decode$step" 120 45 "$work/bench_step$step-decode.log" "$build/bin/bench_step$step" "${bench_args[@]}"
-  tail -3 "$work/bench_step$step-decode.log" 2> /dev/null | tee -a "$summary"
-done
+# 5. The rest of the decode set: fp16 D = 128, then D = 64, of step 10 (and of step 06 when
+# FLASHSTEPS_DECODE06_SUBSETS asks), then of SDPA.
+decode_parts 10 rest
+sdpa_part sdpa-fp16-hd128 20 --dtype fp16 --head-dim 128
+sdpa_part sdpa-hd64 35 --dtype bf16 fp16 --head-dim 64
+decode_parts 06 rest
 
-# 4. The split sweep: each problem at the heuristic's count, then at every forced count.
-sweep_filter="${FLASHSTEPS_SWEEP_FILTER:-decode/bf16/hd128/b(1/hq32/hkv8/nq1/nk(4096|16384)|8/hq32/hkv8/nq1/nk65536)/full}"
-phase sweep 60 20 "$work/bench_step10-sweep.log" "$build/bin/bench_step10" \
-  --split-sweep "${FLASHSTEPS_SWEEP_COUNTS:-1,2,4,8,16,32,64,128,256}" --benchmark_filter="$sweep_filter" \
-  --min-time "${FLASHSTEPS_DECODE_MIN_TIME:-0.05}" --repetitions "${FLASHSTEPS_DECODE_REPS:-3}" \
-  --results-dir "$results" "$context"
-tail -2 "$work/bench_step10-sweep.log" 2> /dev/null | tee -a "$summary"
-
-# 5. PyTorch SDPA (flash, cuDNN, efficient) on the decode set, commit recorded from the benchmarks.
-if "$py" -c 'import torch' 2> /dev/null; then
-  commit=$(strings "$build/bin/bench_step10" 2> /dev/null | grep -m1 -xE '[0-9a-f]{12}(-dirty)?')
-  phase sdpa 120 50 "$work/sdpa_decode.log" env FLASHSTEPS_GIT_COMMIT="${FLASHSTEPS_GIT_COMMIT:-$commit}" \
-    "$py" tools/baselines/sdpa_bench.py --set decode --warmup "${FLASHSTEPS_SDPA_WARMUP:-5}" \
-    --reps "${FLASHSTEPS_SDPA_REPS:-20}" --results-dir "$results"
-  grep -E '^results:|skipped:|^!' "$work/sdpa_decode.log" 2> /dev/null | head -12 | tee -a "$summary"
-else
-  say "== sdpa: no PyTorch for $py: skipped"
-fi
+# 6. The parts merged, one file per name: results/<gpu>/step10-decode.json from every
+# parts/*/<gpu>/step10-decode.json, in the order they ran; a part cut short is left out.
+say "== merge (at $(($(date +%s) - start)) s)"
+find "$parts" -name '*.json' -printf '%P\n' 2> /dev/null | sed -E 's|^[^/]+/||' | sort -u > "$work/merge.list"
+while read -r rel; do
+  inputs=("$parts"/*/"$rel")
+  timeout 60 "$py" tools/results/merge_bench_json.py --skip-unreadable -o "$results/$rel" "${inputs[@]}" \
+    > "$work/merge.log.tmp" 2>&1 || status=1
+  sed "s|$work/||g" "$work/merge.log.tmp" | tee -a "$work/merge.log" "$summary"
+done < "$work/merge.list"
+rm -f "$work/merge.log.tmp"
 
 # What was measured, as the results tools show it (standard library only; the figure needs
 # matplotlib and is drawn only where it is installed).
@@ -168,6 +303,9 @@ if [ -n "$gpu_dir" ]; then
       timeout 60 "$py" tools/results/plot_split_sweep.py "$sweep_dir" -o "$work/split_sweep" > /dev/null 2>&1
   fi
   grep -E '^\| (Problem|B=)' "$work/decode_table_hkv8.md" | tee -a "$summary"
+else
+  say "no results to merge"
+  status=1
 fi
 
 say "decode session: $([ $status = 0 ] && echo OK || echo 'FAILURES or cuts (see above)'), $(($(date +%s) - start)) s in all"
