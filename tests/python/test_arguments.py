@@ -83,6 +83,9 @@ def test_module_exports_only_its_entry_point():
     lib = flashsteps._ext.__file__
     listing = subprocess.run([nm, "-D", "--defined-only", lib], check=True, capture_output=True, text=True).stdout
     strong = sorted(line.split()[-1] for line in listing.splitlines() if line.split()[-2] in "TDBR")
+    # HIP's compiler gives every offloading translation unit a global __hip_cuid_<hash> byte
+    # (its id for the offload bundle): not a library's symbol, and harmless.
+    strong = [name for name in strong if not name.startswith("__hip_cuid_")]
     assert strong == ["PyInit__flashsteps"], f"{lib} exports {strong[:20]}"
 
 
