@@ -64,6 +64,8 @@ struct TileConfig {
   static constexpr int CHUNKS = HEAD_DIM / sm90::kChunkCols;
   static constexpr std::uint32_t kQBytes = BLOCK_M * HEAD_DIM * 2;   // one Q tile
   static constexpr std::uint32_t kKvBytes = BLOCK_N * HEAD_DIM * 2;  // one K (or V) tile
+  // Registers per thread after setmaxnreg: the producer keeps 24 (the least it may), the
+  // consumers share the rest of the 64 Ki of the SM, rounded down to a multiple of 8.
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs =
       ((65536 - kProducerRegs * sm90::kWarpgroupThreads) / (CONSUMERS * sm90::kWarpgroupThreads)) / 8 * 8 > 240
@@ -124,6 +126,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   constexpr int HEAD_DIM = Cfg::HEAD_DIM, BLOCK_M = Cfg::BLOCK_M, BLOCK_N = Cfg::BLOCK_N, STAGES = Cfg::STAGES;
   constexpr int CHUNKS = Cfg::CHUNKS, CONSUMERS = Cfg::CONSUMERS;
   extern __shared__ unsigned char smem_raw[];
+  // The swizzle repeats every 1024 bytes, and the descriptors assume tiles start on it.
   unsigned char* smem = smem_raw + ((1024 - sm90::smem_u32(smem_raw) % 1024) % 1024);
   T* Q_smem = reinterpret_cast<T*>(smem);             // [CHUNKS][BLOCK_M][64] swizzled; O on its way out
   T* K_smem = Q_smem + BLOCK_M * HEAD_DIM;            // [STAGES][CHUNKS][BLOCK_N][64] swizzled
@@ -142,14 +145,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90::mbarrier_init(q_full, 1);
     sm90::mbarrier_init(q_empty, CONSUMERS);  // one arrival per consumer, after its TMA store read O
     for (int s = 0; s < STAGES; ++s) {
-      sm90::mbarrier_init(&k_full[s], 1);
+      sm90::mbarrier_init(&k_full[s], 1);  // the producer's arrive.expect_tx
       sm90::mbarrier_init(&v_full[s], 1);
-      sm90::mbarrier_init(&k_empty[s], 4 * CONSUMERS);
+      sm90::mbarrier_init(&k_empty[s], 4 * CONSUMERS);  // one arrival per consumer warp
       sm90::mbarrier_init(&v_empty[s], 4 * CONSUMERS);
     }
     sm90::mbarrier_init_fence();
   }
-  __syncthreads();
+  __syncthreads();  // the barriers are initialised before anyone waits on them
 
   // [start:producer]
   // The producer walks the same work tiles as the consumers. K/V tile number `it` counts on
@@ -208,6 +211,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   sm90::setmaxnreg_inc<Cfg::kConsumerRegs>();
   // [end:producer]
 
+  // Ping-pong, as step 08: consumer c (0 .. CONSUMERS - 1) issues its GEMMs only after named
+  // barrier 1 + c has seen consumer c - 1 (cyclically) issue its own, and then lets consumer
+  // c + 1 go. Every consumer takes n_tiles + 1 turns per work tile (its own tiles, its last
+  // P V, and an empty turn per tile it skips); the last consumer starts the ring at every work
+  // tile and does not pass on its last turn (nobody waits for it).
   const int consumer = wg - 1;
   auto my_turn = [&] { sm90::named_barrier_sync(1 + consumer, 2 * sm90::kWarpgroupThreads); };
   auto next_turn = [&](bool last_batch) {
@@ -232,15 +240,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (consumer == CONSUMERS - 1 && n_tiles > 0) sm90::named_barrier_arrive(1, 2 * sm90::kWarpgroupThreads);
 
     // [start:online_softmax]
+    // This thread's accumulator elements (PTX ISA wgmma D layout): rows r0 and r0 + 8 of the
+    // warpgroup's 64, element i of a row-block of 8 columns at column 8 (i / 4) + 2 (lane % 4)
+    // + i % 2, row r0 + 8 ((i / 2) % 2).
     float o_acc[HEAD_DIM / 2];
 #pragma unroll
     for (int i = 0; i < HEAD_DIM / 2; ++i) o_acc[i] = 0.0f;
-    float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};
-    std::uint32_t p_frag[BLOCK_N / 16][4];
+    float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};  // rows r0, r0 + 8
+    std::uint32_t p_frag[BLOCK_N / 16][4];  // P of the previous tile, the A operand of its P V
     trace(sm90::TracePhase::q_wait, it);
     sm90::mbarrier_wait(q_full, local % 2, "q_full");
 
-    // K/V tile j of this work tile is tile it + j of the block's ring.
+    // K/V tile j of this work tile is tile it + j of the block's ring. O += P V of tile j (its
+    // V buffer, waited for beforehand with wait_v), A from registers, V MN-major (16 keys =
+    // 2048 bytes).
     auto wait_v = [&](std::int64_t j) {
       trace(sm90::TracePhase::v_wait, it + j);
       sm90::mbarrier_wait(&v_full[(it + j) % STAGES], static_cast<std::uint32_t>((it + j) / STAGES) % 2, "v_full");
@@ -257,6 +270,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if (lane == 0) sm90::mbarrier_arrive(&v_empty[(it + j) % STAGES]);
     };
 
+    // Tile j; WITH_PV: every tile but the first, whose batch also holds the previous P V (a
+    // compile-time flag: a branch between the wgmmas of one batch would make ptxas fence them).
     auto kv_tile = [&](std::int64_t j, auto masked_tag, auto with_pv_tag) {
       constexpr bool MASKED = decltype(masked_tag)::value, WITH_PV = decltype(with_pv_tag)::value;
       const int stage = static_cast<int>((it + j) % STAGES);
@@ -265,6 +280,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::mbarrier_wait(&k_full[stage], static_cast<std::uint32_t>((it + j) / STAGES) % 2, "k_full");
       if (WITH_PV) wait_v(j - 1);
 
+      // One batch, issued in this consumer's turn: S = Q K^T of this tile (HEAD_DIM / 16 wgmmas
+      // chained on one accumulator; a commit group of its own) and O += P V of the previous one.
       float s_acc[BLOCK_N / 2];
       const std::uint32_t k_addr = sm90::smem_u32(K_smem + stage * CHUNKS * BLOCK_N * 64);
       trace(sm90::TracePhase::turn, it + j);
@@ -275,7 +292,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
-        const int chunk = kk / 4, col_bytes = (kk % 4) * 32;
+        const int chunk = kk / 4, col_bytes = (kk % 4) * 32;  // 16 columns = 32 bytes into the chunk
         sm90::wgmma_ss<BLOCK_N, T>(s_acc, sm90::desc_k_major(q_addr + chunk * BLOCK_M * 128 + col_bytes),
                                    sm90::desc_k_major(k_addr + chunk * BLOCK_N * 128 + col_bytes), kk > 0);
       }
@@ -284,12 +301,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::wgmma_commit();
       next_turn(false);
       trace(sm90::TracePhase::s_wait, it + j);
+      // Groups complete in order: with at most one pending, S is done, and the softmax below
+      // runs while the tensor cores still work on P V (which reads p_frag, and writes o_acc:
+      // neither is touched before the second wait).
       sm90::wgmma_wait<1>();
       sm90::fence_registers(s_acc);
-      if (lane == 0) sm90::mbarrier_arrive(&k_empty[stage]);
+      if (lane == 0) sm90::mbarrier_arrive(&k_empty[stage]);  // S is done with the K buffer
       trace(sm90::TracePhase::softmax, it + j);
 
-      if constexpr (MASKED) {
+      if constexpr (MASKED) {  // some key of the tile is hidden from some row
         int last_col[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
@@ -300,6 +320,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         for (int i = 0; i < BLOCK_N / 2; ++i)
           if (8 * (i / 4) + 2 * (lane % 4) + i % 2 > last_col[(i / 2) % 2]) s_acc[i] = -INFINITY;
       }
+      // The online softmax of step 07, now the critical path that the other consumer's GEMMs
+      // must hide, so shortened: the row max and sum as trees (depth 5 instead of chains of 32),
+      // and the exponent as one FFMA, s * scale_log2 - m * scale_log2, wherever that is as exact
+      // as step 07's (s - m) * scale_log2 (chapter 03): while |m * scale_log2| < 2^10, the
+      // rounding of the bias costs at most 2^-14 in the exponent. A warp whose rows' maxima are
+      // larger takes the subtract-first path.
       float m_new[2], m_use[2], alpha[2], bias[2];
       sm90::reduce_rows<BLOCK_N>(s_acc, m_new, [](float a, float c) { return fmaxf(a, c); });
 #pragma unroll
@@ -307,7 +333,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         m_new[r] = fmaxf(m_i[r], m_new[r]);
         m_new[r] = fmaxf(m_new[r], vendor::shfl_xor(m_new[r], 1));
         m_new[r] = fmaxf(m_new[r], vendor::shfl_xor(m_new[r], 2));
-        m_use[r] = m_new[r] == -INFINITY ? 0.0f : m_new[r];
+        m_use[r] = m_new[r] == -INFINITY ? 0.0f : m_new[r];  // a row with no visible key yet
         alpha[r] = m_new[r] == -INFINITY ? 1.0f : tile::exp2_approx((m_i[r] - m_new[r]) * p.scale_log2);
         m_i[r] = m_new[r];
         bias[r] = m_use[r] * p.scale_log2;
@@ -325,7 +351,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int r = 0; r < 2; ++r) l_i[r] = l_i[r] * alpha[r] + row_sum[r];
 
       trace(sm90::TracePhase::pv_wait, it + j);
-      sm90::wgmma_wait<0>();
+      sm90::wgmma_wait<0>();  // P V of the previous tile is done: O and p_frag are free
       sm90::fence_registers(o_acc);
       trace(sm90::TracePhase::rescale, it + j);
       if (WITH_PV) release_v(j - 1);
@@ -333,19 +359,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
         for (int i = 0; i < HEAD_DIM / 2; ++i) o_acc[i] *= alpha[(i / 2) % 2];
       }
+    // P as the A operand of the next batch: k-step kk (keys 16 kk ..) is elements 8 kk .. 8 kk + 7.
 #pragma unroll
       for (int kk = 0; kk < BLOCK_N / 16; ++kk)
 #pragma unroll
         for (int r = 0; r < 4; ++r) p_frag[kk][r] = tile::pack2<T>(s_acc[8 * kk + 2 * r], s_acc[8 * kk + 2 * r + 1]);
     };
-    if (wg_tiles > 0) {
+    if (wg_tiles > 0) {  // the first tile: S alone
       if (wg_full_tiles > 0) kv_tile(0, std::false_type{}, std::false_type{});
       else kv_tile(0, std::true_type{}, std::false_type{});
     }
     std::int64_t j = 1;
-    for (; j < wg_full_tiles; ++j) kv_tile(j, std::false_type{}, std::true_type{});
-    for (; j < wg_tiles; ++j) kv_tile(j, std::true_type{}, std::true_type{});
-    if (wg_tiles > 0) {
+    for (; j < wg_full_tiles; ++j) kv_tile(j, std::false_type{}, std::true_type{});  // no mask arithmetic at all
+    for (; j < wg_tiles; ++j) kv_tile(j, std::true_type{}, std::true_type{});  // the diagonal / ragged end
+    if (wg_tiles > 0) {  // the last tile's P V, a batch of its own
       wait_v(wg_tiles - 1);
       trace(sm90::TracePhase::turn, it + wg_tiles);
       my_turn();
@@ -359,14 +386,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::wgmma_wait<0>();
       sm90::fence_registers(o_acc);
       release_v(wg_tiles - 1);
-    } else if (n_tiles > 0) {
+    } else if (n_tiles > 0) {  // rows that see no tile: the turn of the last P V is empty too
       my_turn();
       next_turn(false);
     }
-    for (j = wg_tiles; j < n_tiles; ++j) {
+    for (j = wg_tiles; j < n_tiles; ++j) {  // tiles none of these rows sees
       trace(sm90::TracePhase::turn, it + j + 1);
-      my_turn();
+      my_turn();  // an empty turn, which keeps the ring's count
       next_turn(j == n_tiles - 1);
+      // Released unread, but only once they have landed: a release counts towards the phase
+      // of the tile in the buffer.
       trace(sm90::TracePhase::k_wait, it + j);
       sm90::mbarrier_wait(&k_full[(it + j) % STAGES], static_cast<std::uint32_t>((it + j) / STAGES) % 2, "k_full");
       if (lane == 0) sm90::mbarrier_arrive(&k_empty[(it + j) % STAGES]);

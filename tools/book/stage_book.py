@@ -323,7 +323,8 @@ def _hunks_of(a: list[str], b: list[str], ops: list, chosen: list[int], n: int =
                     continue
                 if lo_b is None:
                     lo_b = j1 + (s_ - i1)
-                body += [" " + x for x in a[s_:e_]]
+                # Equal up to indentation (folded_diff): shown as the new file has them.
+                body += [" " + x for x in b[j1 + (s_ - i1):j1 + (e_ - i1)]]
                 na += e_ - s_
                 nb += e_ - s_
             elif k in h["ops"]:
@@ -339,12 +340,17 @@ def _hunks_of(a: list[str], b: list[str], ops: list, chosen: list[int], n: int =
 
 def folded_diff(prev: Path, cur: Path, repo: Path) -> tuple[str, str, int, int, int]:
     """The diff of two step.cu files split in two: the hunks that change code, and the
-    hunks that only change comments or rename identifiers (folded in the chapter). Returns
-    (code diff, folded diff, code hunks, comment-only hunks, rename-only hunks)."""
+    hunks that only change comments or rename identifiers (folded in the chapter). Lines are
+    compared without their leading and trailing white space, so code that only moved in or
+    out by a level of indentation (a loop wrapped around it) is context, shown as the new
+    file has it: the new side of every hunk is the new file's text, the old side may differ
+    from the old file in indentation (step.diff, the whole diff, is exact). Returns (code
+    diff, folded diff, code hunks, comment-only hunks, rename-only hunks)."""
     a = prev.read_text(encoding="utf-8").splitlines(keepends=True)
     b = cur.read_text(encoding="utf-8").splitlines(keepends=True)
     ops = []
-    for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    matcher = difflib.SequenceMatcher(None, [x.strip() for x in a], [x.strip() for x in b], autojunk=False)
+    for op in matcher.get_opcodes():
         tag, i1, i2, j1, j2 = op
         # A change that starts with comment lines on both sides (the teaching header) and
         # goes on into code is two changes: the comment part folds, the code part shows.
@@ -430,7 +436,9 @@ def generate_steps(repo: Path, gen: Path, results: Path, keep: set[Path],
                         "generated when the book is built. It starts at the first change to "
                         "code; the changes to comments only "
                         f"({n_comment}, the teaching header among them) and the renames only "
-                        f"({n_rename}) are folded below it (click to open). The whole diff: "
+                        f"({n_rename}) are folded below it (click to open), and lines that only "
+                        "changed their indentation are context, as the new file has them. The "
+                        "whole diff: "
                         f"{{download}}`step.diff </{GENERATED}/steps/{name}/step.diff>`.\n\n")
                 if code_diff:
                     body += block("code.diff", f"{n_code} hunks that change code",

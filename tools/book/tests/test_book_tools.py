@@ -278,3 +278,23 @@ def test_split_wide_tables_splits_per_baseline_only():
     decode = ("| Problem | 10 split_kv TB/s (time) | 06 autotuned TB/s | PyTorch SDPA cuDNN TB/s |\n"
               "|:--|--:|--:|--:|\n| B=8, Nk=65536 | 4.30 (500 µs) | 1.07 (×4.00) | 4.47 (96%) |")
     assert stage_book.split_wide_tables(decode) == decode
+
+
+def test_step_diff_shows_reindented_code_as_context(tmp_path):
+    """Code wrapped in a new loop is not a change: only the loop's own lines are, and the
+    re-indented body appears as context in its new indentation."""
+    before = "int f() {\n  a();\n  b();\n  c();\n  return 0;\n}\n"
+    after = "int f() {\n  for (int i = 0; i < 2; ++i) {\n    a();\n    b();\n    c();\n  }\n  return 0;\n}\n"
+    (tmp_path / "steps" / "a").mkdir(parents=True)
+    (tmp_path / "steps" / "b").mkdir()
+    (tmp_path / "steps" / "a" / "step.cu").write_text(before)
+    (tmp_path / "steps" / "b" / "step.cu").write_text(after)
+    code, folded, n_code, _, _ = stage_book.folded_diff(
+        tmp_path / "steps" / "a" / "step.cu", tmp_path / "steps" / "b" / "step.cu", tmp_path)
+    changed = [x for x in code.splitlines()[2:] if x[:1] in "+-"]
+    assert changed == ["+  for (int i = 0; i < 2; ++i) {", "+  }"], changed
+    assert "     a();" in code and not folded and n_code >= 1
+    for hunk in stage_book.split_hunks(code)[1]:
+        m = re.match(r"@@ -\d+,\d+ \+(\d+),(\d+) @@", hunk)
+        new = [x[1:] for x in hunk.splitlines()[1:] if x[:1] in " +"]
+        assert new == after.splitlines()[int(m[1]) - 1:int(m[1]) - 1 + int(m[2])]
