@@ -31,7 +31,6 @@ record() {
 presets=(cpu hip)
 command -v nvcc > /dev/null 2>&1 && presets+=(cuda) || echo "nvcc not found: skipping the cuda preset"
 for preset in "${presets[@]}"; do
-  extra=()
   extra=("-DFLASHSTEPS_PYTHON=$py")
   [ "$preset" = cpu ] && extra+=(-DFLASHSTEPS_BUILD_BOOK=ON)
   [ "$preset" = cpu ] || extra+=(-DFLASHSTEPS_BUILD_PYTHON=ON)  # the Python module, in each GPU preset

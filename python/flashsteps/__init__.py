@@ -99,9 +99,11 @@ def _empty_like(q: Any, shape: tuple[int, ...], kind: str):
         xp = q.__array_namespace__()
         dtype = {"like_q": q.dtype, "float32": xp.float32, "bytes": xp.uint8}[kind]
         return xp.empty(shape, dtype=dtype, device=q.device)
-    raise TypeError(f"q: cannot allocate the output in the framework of {type(q).__name__} "
-                    "(neither a torch.Tensor nor an array-API array): pass out= (and use "
-                    "return_lse=False)")
+    needs = {"like_q": "pass out=", "float32": "use return_lse=False",
+             "bytes": "step 01 needs scratch memory it cannot allocate there: use another step"}[kind]
+    raise TypeError(f"q: cannot allocate {'the output' if kind == 'like_q' else 'the LSE' if kind == 'float32' else 'scratch memory'} "
+                    f"in the framework of {type(q).__name__} (neither a torch.Tensor nor an "
+                    f"array-API array): {needs}")
 
 
 def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
