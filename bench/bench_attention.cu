@@ -57,7 +57,7 @@ const StepFns kStep{&step::attention_forward, &step::workspace_bytes};
 const char* const kDecodeCheck =
     "inputs drawn on the device (the values of make_random_inputs, bit for bit); O and LSE checked against the "
     "float64 reference on the (batch, KV head) slices (0, 0) and (B-1, Hkv-1), drawn again on the host, at the "
-    "query rows of check_rows()";
+    "query rows of spot_check_rows()";
 bool g_mismatch = false;  // any failed correctness check makes the binary exit non-zero
 DeviceInfo g_device;
 
@@ -71,7 +71,7 @@ struct Source {
 };
 
 // Inputs drawn on the host (make_random_inputs(), the fixture) and uploaded; checked against
-// the reference of the whole problem on the rows of check_rows().
+// the reference of the whole problem on the rows of spot_check_rows() (problem.h).
 Source host_source(const std::shared_ptr<const HostInputs>& in) {
   Source s;
   s.problem = in->problem;
@@ -131,17 +131,6 @@ struct Prepared {
 };
 std::unique_ptr<Prepared> g_prepared;
 
-// Query rows spot-checked on large problems (all rows on small ones).
-std::vector<std::int64_t> check_rows(const Problem& p) {
-  if (p.batch * p.heads_q * p.seqlen_q * p.seqlen_k <= (1 << 22)) return {};
-  const std::int64_t n = p.seqlen_q;
-  // Row 0 sees a single key under a causal mask; the last row sees every key.
-  std::vector<std::int64_t> rows = {0, std::min<std::int64_t>(1, n - 1), n / 3, std::min(2 * n / 3 + 1, n - 1), n - 1};
-  std::sort(rows.begin(), rows.end());
-  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-  return rows;
-}
-
 Prepared& prepare(const std::string& name, const std::function<Source()>& make_source) {
   if (g_prepared && g_prepared->name == name) return *g_prepared;
   g_prepared.reset();  // free the previous problem's device memory first
@@ -159,7 +148,7 @@ Prepared& prepare(const std::string& name, const std::function<Source()>& make_s
       throw TooLarge(why);
     }
     prep->sets.push_back(source.make_case());
-    const std::vector<std::int64_t> rows = check_rows(p);
+    const std::vector<std::int64_t> rows = spot_check_rows(p);
     const DeviceCase::Output out = run_once(*prep->sets[0], kStep, rows);
     prep->verdict = source.check(out, rows);
     std::string failure = prep->verdict.failure;
@@ -381,8 +370,7 @@ int main(int argc, char** argv) {
     if ((quick && dtype == DType::f16) || !standard_set) continue;
     for (const Problem& p : standard_problems(dtype)) {
       if (p.seqlen_q > max_seqlen || (quick && (p.head_dim != 128 || p.seqlen_q > 4096))) continue;
-      const std::string name = std::string("attention/") + dtype_name(dtype) + "/hd" + std::to_string(p.head_dim) +
-                               "/n" + std::to_string(p.seqlen_q) + (p.mask == Mask::none ? "/full" : "/causal");
+      const std::string name = standard_name(p);
       const std::uint64_t seed = seed_from_name(name);
       if (step_cap > 0 && p.seqlen_q > step_cap) {  // registered, so the JSON says why it is missing
         const std::string why = "capped: step " + std::to_string(step::info().index) + " times seqlen <= " +

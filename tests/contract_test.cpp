@@ -130,6 +130,18 @@ TEST(Problems, StandardSetFollowsThePapers) {
   }
 }
 
+TEST(Problems, BenchmarkNamesAndCheckedRows) {
+  Problem p = standard_problems(DType::bf16)[0];  // N = 512, D = 64, no mask
+  EXPECT_EQ(standard_name(p), "attention/bf16/hd64/n512/full");
+  p.seqlen_q = p.seqlen_k = 4096, p.batch = 4, p.mask = Mask::causal_bottom_right;
+  EXPECT_EQ(standard_name(p), "attention/bf16/hd64/n4096/causal");
+  EXPECT_EQ(spot_check_rows(p), (std::vector<std::int64_t>{0, 1, 1365, 2731, 4095}));
+  p.batch = p.heads_q = 1, p.seqlen_q = p.seqlen_k = 2048;  // 2^22 score pairs: every row
+  EXPECT_TRUE(spot_check_rows(p).empty());
+  p.heads_q = 2, p.seqlen_q = 2, p.seqlen_k = 1 << 22;  // two query rows: 0 and 1, each once
+  EXPECT_EQ(spot_check_rows(p), (std::vector<std::int64_t>{0, 1}));
+}
+
 TEST(Layouts, StridesOfEachLayout) {
   Problem p;
   p.batch = 2, p.heads_q = 4, p.heads_kv = 2, p.seqlen_q = 5, p.seqlen_k = 7, p.head_dim = 8;

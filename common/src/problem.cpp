@@ -230,6 +230,20 @@ std::vector<Problem> decode_problems(DType dtype) {
   return set;
 }
 
+std::string standard_name(const Problem& p) {
+  return std::string("attention/") + dtype_name(p.dtype) + "/hd" + std::to_string(p.head_dim) + "/n" +
+         std::to_string(p.seqlen_q) + (p.mask == Mask::none ? "/full" : "/causal");
+}
+
+std::vector<std::int64_t> spot_check_rows(const Problem& p) {
+  if (p.batch * p.heads_q * p.seqlen_q * p.seqlen_k <= (1 << 22)) return {};
+  const std::int64_t n = p.seqlen_q;
+  std::vector<std::int64_t> rows = {0, std::min<std::int64_t>(1, n - 1), n / 3, std::min(2 * n / 3 + 1, n - 1), n - 1};
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
 std::string decode_name(const Problem& p) {
   std::ostringstream s;
   s << "decode/" << dtype_name(p.dtype) << "/hd" << p.head_dim << "/b" << p.batch << "/hq" << p.heads_q << "/hkv"

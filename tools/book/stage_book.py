@@ -781,6 +781,28 @@ def generate_step_figures(repo: Path, gen: Path, keep: set[Path],
             keep.add(out / name)
 
 
+def generate_timelines(repo: Path, gen: Path, keep: set[Path], steps: list[Step] | None = None) -> None:
+    """Per step with a timeline tool (its step.cmake calls flashsteps_add_trace_tool()): the
+    figures and tables of its measured traces, results/<gpu>/timeline/stepNN_*.json, drawn by
+    tools/timeline/book_timeline.py into ``timeline.md`` (or "not measured yet")."""
+    traced = [step for step in find_steps(repo, steps)
+              if "flashsteps_add_trace_tool()" in _read_if_file(step.folder / "step.cmake")]
+    if not traced:
+        return
+    spec = importlib.util.spec_from_file_location("book_timeline", repo / "tools" / "timeline" / "book_timeline.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for step in traced:
+        out = gen / "steps" / step.name
+        for name, content in module.generate(repo, out, f"/{GENERATED}/steps/{step.name}", step.number).items():
+            write_if_changed(out / name, content)
+            keep.add(out / name)
+
+
+def _read_if_file(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
 def generate_search_space(repo: Path, gen: Path, keep: set[Path],
                           steps: list[Step] | None = None) -> None:
     """Per step with a ``tuned/`` folder: for every tuning table in it, the figure of the
@@ -952,6 +974,7 @@ def main(argv: list[str] | None = None) -> int:
         generate_step_results(repo, gen, results, keep, steps)
         generate_search_space(repo, gen, keep, steps)
         generate_step_figures(repo, gen, keep, steps)
+        generate_timelines(repo, gen, keep, steps)
         generate_limits(repo, gen, keep)
         generate_api(repo, gen, args.doxygen_xml.resolve(),
                      args.doxygen_html.resolve() if args.doxygen_html else None, out, keep)

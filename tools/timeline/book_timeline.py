@@ -3,8 +3,9 @@
 measured on each GPU (results/<gpu>/timeline/stepNN_*.json, written by trace_stepNN through
 tools/gpu/trace_session.sh) with plot_timeline.py: for every trace, the steady state (key
 tiles 16 to 19 of the traced block) as a figure, and the time per phase of each warpgroup
-over those tiles as a table. A step's book_figures.py calls generate(); without a trace the
-chapter says that none is measured yet."""
+over those tiles as a table. tools/book/stage_book.py calls generate() for every step whose
+step.cmake adds a timeline tool (flashsteps_add_trace_tool()); without a trace the chapter
+says that none is measured yet."""
 from __future__ import annotations
 
 import importlib.util

@@ -14,7 +14,7 @@
 // 2048 / head_dim, BSHD, bottom-right causal mask) and the same random inputs. The step is
 // called a few times untraced (warm-up, then timed), then timed with the trace armed, then,
 // after a flush of L2, once more armed: that call's output is checked against the float64
-// reference on five rows of every head (a traced kernel must compute what the step computes)
+// reference on the benchmark's rows of every head (a traced kernel must compute what the step computes)
 // and its marks are written out. Exit status: 0 when the trace is written and the check
 // passed, 1 otherwise.
 #include <CLI/CLI.hpp>
@@ -169,8 +169,7 @@ int run_trace(const Options& o, const std::string& step_id, const std::string& c
   p.layout = Layout::bshd;
   p.with_lse = true;
   // The benchmark's name, and so its inputs (bench/bench_attention.cu seeds from the name).
-  const std::string name = std::string("attention/") + dtype_name(p.dtype) + "/hd" + std::to_string(head_dim) + "/n" +
-                           std::to_string(seqlen) + (causal ? "/causal" : "/full");
+  const std::string name = standard_name(p);
   const DeviceInfo dev = device_info();
   const HostInputs inputs = make_random_inputs(p, seed_from_name(name));
   DeviceCase device_case(inputs);
@@ -186,15 +185,14 @@ int run_trace(const Options& o, const std::string& step_id, const std::string& c
   clear_trace();
   const std::vector<float> traced_ms = time_with_events(call, 0, reps);
 
-  // The traced call whose marks are kept, checked against the reference on five rows per head.
+  // The traced call whose marks are kept, checked against the reference on the benchmark's
+  // rows (spot_check_rows(): five per head on large problems, all on small ones).
   // L2 is flushed first: the benchmark rotates over copies of the inputs, so none of its calls
   // finds them cached by the call before.
   DeviceBuffer flush(2 * dev.l2_bytes);
   FLASHSTEPS_CHECK(cudaMemset(flush.data(), 0, flush.size()));
   clear_trace();
-  std::vector<std::int64_t> rows = {0, std::min<std::int64_t>(1, seqlen - 1), seqlen / 3,
-                                    std::min(2 * seqlen / 3 + 1, seqlen - 1), seqlen - 1};
-  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());  // ascending already
+  const std::vector<std::int64_t> rows = spot_check_rows(p);
   const DeviceCase::Output result = run_once(device_case, {&step::attention_forward, &step::workspace_bytes}, rows);
   auto trace = std::make_unique<sm90::TraceBuffer>();
   FLASHSTEPS_CHECK(cudaMemcpyFromSymbol(trace.get(), sm90::g_trace, sizeof(sm90::TraceBuffer)));
@@ -249,7 +247,7 @@ int run_trace(const Options& o, const std::string& step_id, const std::string& c
   doc["clock"] = clock_of(*trace, dev.max_clock_mhz);
   doc["check"] = {{"passed", failure.empty()},
                   {"failure", failure},
-                  {"rows_per_head", rows.size()},
+                  {"rows_per_head", rows.empty() ? static_cast<std::size_t>(seqlen) : rows.size()},
                   {"max_abs_err", verdict.o.max_abs},
                   {"rel_fro_err", verdict.o.rel_fro}};
   doc["timing"] = {{"untraced_ms", median(untraced_ms)}, {"traced_ms", median(traced_ms)}, {"reps", reps}};

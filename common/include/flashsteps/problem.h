@@ -138,6 +138,16 @@ std::vector<Problem> standard_problems(DType dtype);
 /// at Nq = 1 attention is a streaming read of K and V.
 std::vector<Problem> decode_problems(DType dtype);
 
+/// The benchmark name of a standard-set problem, e.g. "attention/bf16/hd128/n4096/causal";
+/// its batch and heads follow from N and D (standard_problems()), so the name leaves them out.
+/// The benchmarks seed a problem's inputs from its name (seed_from_name()).
+std::string standard_name(const Problem& p);
+
+/// The query rows the benchmarks and the timeline tool check against the float64 reference:
+/// none listed (every row) when B * Hq * Nq * Nk <= 2^22, else rows 0, 1, Nq / 3,
+/// 2 Nq / 3 + 1 and Nq - 1 (row 0 sees a single key under a causal mask, the last row every key).
+std::vector<std::int64_t> spot_check_rows(const Problem& p);
+
 /// The benchmark name of a decode-set problem, every size in it, e.g.
 /// "decode/bf16/hd128/b8/hq32/hkv8/nq1/nk4096/full" (".../causal" for chunked prefill).
 std::string decode_name(const Problem& p);

@@ -204,6 +204,15 @@ def test_step04_exercise_swizzle_rules():
     assert "reaches chunk 7, off the end of the row" in text
 
 
+def assert_new_side_is(after: str, diff: str) -> None:
+    """Every hunk's new side (context and + lines) is the new file's text at its line numbers."""
+    for hunk in stage_book.split_hunks(diff)[1]:
+        m = re.match(r"@@ -\d+,\d+ \+(\d+),(\d+) @@", hunk)
+        new = [x[1:] for x in hunk.splitlines()[1:] if x[:1] in " +"]
+        start = int(m[1]) - 1
+        assert new == after.splitlines()[start:start + int(m[2])]
+
+
 def test_step_diff_folds_comment_and_rename_changes(tmp_path):
     """The chapter's diff starts at code: the header's comment changes and a namespace
     rename are folded, the code change is shown, and both parts are valid diffs."""
@@ -222,12 +231,8 @@ def test_step_diff_folds_comment_and_rename_changes(tmp_path):
     assert (n_code, n_comment, n_rename) == (1, 1, 1)
     assert "+int f() { return 2; }" in code and "header" not in code and "step02" not in code
     assert "+// step 02 header" in folded and "+namespace flashsteps::step02 {" in folded
-    for diff, lines in ((code, after), (folded, after)):
-        for hunk in stage_book.split_hunks(diff)[1]:
-            m = re.match(r"@@ -\d+,\d+ \+(\d+),(\d+) @@", hunk)
-            new = [x[1:] for x in hunk.splitlines()[1:] if x[:1] in " +"]
-            start = int(m[1]) - 1
-            assert new == lines.splitlines()[start:start + int(m[2])]
+    for diff in (code, folded):
+        assert_new_side_is(after, diff)
 
 
 def test_step_limits_from_the_sources():
@@ -294,7 +299,17 @@ def test_step_diff_shows_reindented_code_as_context(tmp_path):
     changed = [x for x in code.splitlines()[2:] if x[:1] in "+-"]
     assert changed == ["+  for (int i = 0; i < 2; ++i) {", "+  }"], changed
     assert "     a();" in code and not folded and n_code >= 1
-    for hunk in stage_book.split_hunks(code)[1]:
-        m = re.match(r"@@ -\d+,\d+ \+(\d+),(\d+) @@", hunk)
-        new = [x[1:] for x in hunk.splitlines()[1:] if x[:1] in " +"]
-        assert new == after.splitlines()[int(m[1]) - 1:int(m[1]) - 1 + int(m[2])]
+    assert_new_side_is(after, code)
+
+
+def test_timelines_go_to_the_steps_that_have_a_trace_tool(tmp_path):
+    """Every step whose step.cmake adds a timeline tool gets timeline.md (figures from
+    results/<gpu>/timeline/, or "not measured yet"); no other step does."""
+    pytest.importorskip("matplotlib")
+    keep: set[Path] = set()
+    stage_book.generate_timelines(REPO, tmp_path, keep)
+    traced = sorted(p.parent.name for p in tmp_path.glob("steps/*/timeline.md"))
+    expected = sorted(d.name for d in (REPO / "steps").iterdir() if (d / "step.cmake").is_file()
+                      and "flashsteps_add_trace_tool()" in (d / "step.cmake").read_text())
+    assert traced == expected and "08_warp_specialized" in traced
+    assert set(tmp_path.glob("steps/*/*")) == keep
