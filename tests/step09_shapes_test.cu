@@ -122,3 +122,35 @@ TEST(Space, ShapeOutsideTheSpaceIsRefusedByName) {
 
 }  // namespace
 }  // namespace flashsteps
+
+namespace flashsteps {
+namespace {
+
+// TMA coordinates are 32-bit: a batch or head count past 2^31 - 1 is refused by name, before
+// any tensor map is encoded or anything is launched (the pointers here are never touched).
+TEST(Limits, BatchAndHeadsPastTmaCoordinatesAreRefusedByName) {
+  for (int dim : {0, 1}) {
+    AttentionArgs a;
+    std::uintptr_t address = 0;
+    for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
+      t->data = reinterpret_cast<void*>(address += std::uintptr_t{1} << 56);  // far apart: no overlap
+      t->dtype = DType::bf16;
+      t->shape[0] = 1, t->shape[1] = 1, t->shape[2] = 16, t->shape[3] = 128;
+      t->shape[dim] = std::int64_t{1} << 31;
+      t->stride[3] = 1, t->stride[2] = 128, t->stride[1] = 16 * 128;
+      t->stride[0] = t->shape[1] * 16 * 128;
+    }
+    try {
+      step09::attention_forward(a, nullptr);
+      ADD_FAILURE() << "accepted " << (dim == 0 ? "a batch" : "a head count") << " of 2^31";
+    } catch (const Unsupported& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(dim == 0 ? "q.shape[0] (batch) = 2147483648" : "q.shape[1] (heads_q) = 2147483648"),
+                std::string::npos)
+          << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace flashsteps
