@@ -174,6 +174,7 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
     if stream is not None and (isinstance(stream, bool) or not isinstance(stream, numbers.Integral)):
         raise TypeError(f"stream = {stream!r}: expected an int stream handle or None")
     torch = _torch_of(q)
+    returned_out = out  # the caller's own tensor object is what comes back (result is out)
     if torch is not None:  # PyTorch exports no tensor that requires grad; the step only reads them
         q, k, v = (x.detach() if isinstance(x, torch.Tensor) else x for x in (q, k, v))
         if isinstance(out, torch.Tensor):
@@ -182,10 +183,11 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
     if stream is None:
         stream = torch.cuda.current_stream(q.device).cuda_stream if torch is not None else 0
     o = out if out is not None else _empty_like(q, tuple(q.shape), "like_q")
+    result = returned_out if returned_out is not None else o
     lse = _empty_like(q, tuple(q.shape[:3]), "float32") if return_lse else None
     scale = None if scale is None else float(scale)
     need = _ext.forward(step, q, k, v, o, lse, None, mask, scale, stream)
     if need:  # only step 01 needs scratch (its S/P matrix): allocate it and call again
         workspace = _empty_like(q, (need,), "bytes")
         _ext.forward(step, q, k, v, o, lse, workspace, mask, scale, stream)
-    return (o, lse) if return_lse else o
+    return (result, lse) if return_lse else result
