@@ -107,16 +107,30 @@ def decode_table(records: list[fr.Record], dtype: str, head_dim: int, heads_kv: 
         return []
     by_key = {(r.step, r.name): r for r in recs}
     names = sorted({r.name for r in recs}, key=fr.name_sort_key)
-    who = fr.steps_of(recs)
     heads_q = fr.decode_sizes(names[0])["heads_q"]
-    labels = [f"*{fr.step_label(s, n)}*" if fr.is_baseline(s) else fr.step_label(s, n) for s, n in who]
+
+    def label(s: str, n: str) -> str:
+        return f"*{fr.step_label(s, n)}*" if fr.is_baseline(s) else fr.step_label(s, n)
+
+    # A column in which every problem was skipped (e.g. a backend without GQA) is one line
+    # under the table instead of a column of dashes.
+    who, empty = [], []
+    for s, n in fr.steps_of(recs):
+        mine = [by_key[(s, name)] for name in names if (s, name) in by_key]
+        if mine and all(r.skipped for r in mine):
+            first = mine[0].error.replace("\n", " ").split(". ")[0].rstrip(".")
+            empty.append(f"{label(s, n)}: no number, every problem skipped ({first}).")
+        else:
+            who.append((s, n))
     lines = [f"Decode set, {dtype}, D = {head_dim}, Hq = {heads_q}, Hkv = {heads_kv}: effective TB/s "
              "(bytes of Q, K, V, O and LSE over the time per call) and, in brackets, the time per "
              "call (median of repetitions)", "",
-             "| Problem | " + " | ".join(labels) + " |", "|:--|" + "--:|" * len(who)]
+             "| Problem | " + " | ".join(label(s, n) for s, n in who) + " |", "|:--|" + "--:|" * len(who)]
     for name in names:
         cells = [_decode_cell(by_key.get((s, name)), notes) for s, _ in who]
         lines.append(f"| {decode_label(name)} | " + " | ".join(cells) + " |")
+    if empty:
+        lines += [""] + [f"{e}  " for e in empty]
     return lines
 
 

@@ -206,3 +206,16 @@ def test_book_figure_of_chapter_10(tmp_path):
     assert "```{figure} /_generated/steps/10_split_kv/split_sweep.svg" in md
     assert f"`results/{ds.GPU}/runs/`" in md and "| Splits |" in md
     assert b"heuristic: 33 splits" in files["split_sweep.svg"]
+
+
+def test_a_backend_that_skipped_every_decode_problem_is_a_line_not_a_column(tree):
+    reason = "For dense input, both fused kernels require query, key and value to have the same num_heads. Aborting"
+    ds.write(tree / ds.GPU / "sdpa-efficient-decode.json",
+             ds.decode_json("sdpa-efficient", {ds.B1: reason, ds.B8: reason}))
+    lines = results_table.make_table(fr.load_results(tree)).splitlines()
+    header = next(line for line in lines if line.startswith("| Problem"))
+    assert "efficient" not in header
+    assert any(line.endswith("efficient*: no number, every problem skipped (For dense input, both fused "
+                             "kernels require query, key and value to have the same num_heads).  ") for line in lines)
+    # Its reason is not a numbered note either.
+    assert not any("skipped: For dense" in line for line in lines)
