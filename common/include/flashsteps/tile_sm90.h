@@ -87,6 +87,15 @@ __host__ __device__ constexpr std::uint64_t desc_k_major(std::uint32_t smem_addr
 __host__ __device__ constexpr std::uint64_t desc_mn_major(std::uint32_t smem_addr, std::uint32_t chunk_bytes) {
   return make_smem_desc(smem_addr, chunk_bytes, 1024);
 }
+
+/// @p desc moved @p bytes further into shared memory: the start-address field (bits 0-13,
+/// address >> 4) grows by bytes >> 4, everything else stays. Exact as long as the address
+/// stays inside the 256 KiB shared window (the field cannot carry into bit 14), so a loop
+/// over k-steps builds each descriptor with one 64-bit add of a constant instead of
+/// re-encoding the address (@p bytes a multiple of 16).
+__host__ __device__ constexpr std::uint64_t desc_advance(std::uint64_t desc, std::uint32_t bytes) {
+  return desc + (bytes >> 4);
+}
 // [end:descriptors]
 
 #if defined(__CUDACC__)
@@ -118,6 +127,9 @@ __device__ __forceinline__ void fence_registers(float (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
+/// Pins a 64-bit value (a descriptor) to this point of the program: it is computed before
+/// whatever follows, e.g. before a barrier, rather than wherever the compiler would sink it.
+__device__ __forceinline__ void fence_value(std::uint64_t& v) { asm volatile("" : "+l"(v)::"memory"); }
 /// As fence_registers() above, for 32-bit registers (the packed P fragments).
 template <int N>
 __device__ __forceinline__ void fence_registers(std::uint32_t (&r)[N]) {
