@@ -71,6 +71,20 @@ TEST(Sm90Layout, DescriptorFields) {
   EXPECT_EQ(v >> 62, 1u);
 }
 
+TEST(Sm90Layout, AdvancingADescriptorIsEncodingTheMovedAddress) {
+  // Every k-step offset the Hopper steps use (S: chunk * rows * 128 + 32 * (k % 4) for up to
+  // 256 rows and 4 chunks; P V: 16 keys * 128 bytes for up to 256 keys), from tile bases on
+  // 1024-byte boundaries anywhere in the 227 KiB a block may use.
+  for (std::uint32_t base = 0; base + 64 * 1024 <= 227 * 1024; base += 1024 * 7) {
+    for (std::uint32_t bytes = 0; bytes < 64 * 1024; bytes += 32) {
+      ASSERT_EQ(sm90::desc_advance(sm90::desc_k_major(base), bytes), sm90::desc_k_major(base + bytes))
+          << "base " << base << " + " << bytes;
+      ASSERT_EQ(sm90::desc_advance(sm90::desc_mn_major(base, 176 * 128), bytes), sm90::desc_mn_major(base + bytes, 176 * 128))
+          << "base " << base << " + " << bytes;
+    }
+  }
+}
+
 TEST(Sm90TensorMap, ZeroStrideIsNamedBeforeTheDriverIsAsked) {
   // A broadcast view (stride 0 over 2 heads): TMA takes no zero stride, so the map is refused
   // with the field's name before any driver call (no GPU needed).

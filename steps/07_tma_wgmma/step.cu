@@ -88,7 +88,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   std::uint64_t* q_full = reinterpret_cast<std::uint64_t*>(V_smem + STAGES * BLOCK_N * HEAD_DIM);
   std::uint64_t* kv_full = q_full + 1;         // [STAGES]: tile landed (TMA transaction bytes)
   std::uint64_t* kv_empty = kv_full + STAGES;  // [STAGES]: every warp done with the buffer
-  const int wg = threadIdx.x / sm90::kWarpgroupThreads;  // this thread's warpgroup: rows 64 wg ..
+  // This thread's warpgroup (rows 64 wg ..), read from lane 0 so that the compiler knows it is
+  // the same in every lane: the descriptors that follow from it live in uniform registers.
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / sm90::kWarpgroupThreads, 0);
   const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;  // warp within the warpgroup
 
   // [start:schedule]
@@ -158,7 +160,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   for (int i = 0; i < HEAD_DIM / 2; ++i) o_acc[i] = 0.0f;
   float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};  // rows r0, r0 + 8
   const int r0 = 64 * wg + 16 * warp + lane / 4;                  // row within the block
-  const std::uint32_t q_addr = sm90::smem_u32(Q_smem) + 64 * wg * 128;  // this warpgroup's rows
+  const std::uint64_t q_desc = sm90::desc_k_major(sm90::smem_u32(Q_smem) + 64 * wg * 128);  // this warpgroup's rows
   sm90::mbarrier_wait(q_full, 0, "q_full");
 
   // Tile j is in its buffer: thread 0 first refills the buffer of tile j - 1 with tile
@@ -182,15 +184,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     acquire(j);
 
     // S = Q K^T: HEAD_DIM / 16 wgmmas chained on one accumulator, issued, then waited for.
+    // Each k-step's descriptors are the tile's moved by a constant (desc_advance): one add, not
+    // a new encoding of the address.
     float s_acc[BLOCK_N / 2];
-    const std::uint32_t k_addr = sm90::smem_u32(K_smem + stage * CHUNKS * BLOCK_N * 64);
+    const std::uint64_t k_desc = sm90::desc_k_major(sm90::smem_u32(K_smem + stage * CHUNKS * BLOCK_N * 64));
     sm90::fence_registers(s_acc);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
       const int chunk = kk / 4, col_bytes = (kk % 4) * 32;  // 16 columns = 32 bytes into the chunk
-      sm90::wgmma_ss<BLOCK_N, T>(s_acc, sm90::desc_k_major(q_addr + chunk * BLOCK_M * 128 + col_bytes),
-                                 sm90::desc_k_major(k_addr + chunk * BLOCK_N * 128 + col_bytes), kk > 0);
+      sm90::wgmma_ss<BLOCK_N, T>(s_acc, sm90::desc_advance(q_desc, chunk * BLOCK_M * 128 + col_bytes),
+                                 sm90::desc_advance(k_desc, chunk * BLOCK_N * 128 + col_bytes), kk > 0);
     }
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
@@ -237,12 +241,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       for (int r = 0; r < 4; ++r) p_frag[kk][r] = tile::pack2<T>(s_acc[8 * kk + 2 * r], s_acc[8 * kk + 2 * r + 1]);
 
     // O += P V: BLOCK_N / 16 wgmmas, A from registers, V MN-major (16 keys = 2048 bytes).
-    const std::uint32_t v_addr = sm90::smem_u32(V_smem + stage * CHUNKS * BLOCK_N * 64);
+    const std::uint64_t v_desc =
+        sm90::desc_mn_major(sm90::smem_u32(V_smem + stage * CHUNKS * BLOCK_N * 64), BLOCK_N * 128);
     sm90::fence_registers(o_acc);
     sm90::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < BLOCK_N / 16; ++kk)
-      sm90::wgmma_rs<HEAD_DIM, T>(o_acc, p_frag[kk], sm90::desc_mn_major(v_addr + kk * 16 * 128, BLOCK_N * 128), true);
+      sm90::wgmma_rs<HEAD_DIM, T>(o_acc, p_frag[kk], sm90::desc_advance(v_desc, kk * 16 * 128), true);
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
     sm90::fence_registers(o_acc);

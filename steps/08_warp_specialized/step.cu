@@ -99,7 +99,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   std::uint64_t* k_empty = k_full + STAGES;   // [STAGES]: every consumer warp done with the K buffer
   std::uint64_t* v_full = k_empty + STAGES;   // [STAGES]: V tile landed
   std::uint64_t* v_empty = v_full + STAGES;   // [STAGES]: every consumer warp done with the V buffer
-  const int wg = threadIdx.x / sm90::kWarpgroupThreads;  // 0: the producer; 1 ..: consumers
+  // The warpgroup index, read from lane 0 so that the compiler knows it is the same in every
+  // lane: what follows from it (descriptors, barrier ids) can live in uniform registers.
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / sm90::kWarpgroupThreads, 0);
   const int warp = threadIdx.x / 32 % 4, lane = threadIdx.x % 32;  // warp within the warpgroup
   sm90::Tracer trace(BLOCK_M, BLOCK_N, STAGES);  // phase marks of one block, in trace builds only (trace_sm90.h)
 
@@ -204,7 +206,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   for (int i = 0; i < HEAD_DIM / 2; ++i) o_acc[i] = 0.0f;
   float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};  // rows r0, r0 + 8
   const int r0 = 64 * consumer + 16 * warp + lane / 4;           // row within the block
-  const std::uint32_t q_addr = sm90::smem_u32(Q_smem) + 64 * consumer * 128;  // this warpgroup's rows
+  // This warpgroup's 64 rows of Q, as the A operand of S = Q K^T.
+  const std::uint64_t q_desc = sm90::desc_k_major(sm90::smem_u32(Q_smem) + 64 * consumer * 128);
   std::uint32_t p_frag[BLOCK_N / 16][4];  // P of the previous tile, the A operand of its P V
   trace(sm90::TracePhase::q_wait, 0);
   sm90::mbarrier_wait(q_full, 0, "q_full");
@@ -215,12 +218,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     trace(sm90::TracePhase::v_wait, j);
     sm90::mbarrier_wait(&v_full[j % STAGES], static_cast<std::uint32_t>(j / STAGES) % 2, "v_full");
   };
-  auto issue_pv = [&](std::int64_t j) {
+  auto v_desc = [&](std::int64_t j) {
     const int stage = static_cast<int>(j % STAGES);
-    const std::uint32_t v_addr = sm90::smem_u32(V_smem + stage * CHUNKS * BLOCK_N * 64);
+    return sm90::desc_mn_major(sm90::smem_u32(V_smem + stage * CHUNKS * BLOCK_N * 64), BLOCK_N * 128);
+  };
+  auto issue_pv = [&](std::uint64_t v) {
 #pragma unroll
     for (int kk = 0; kk < BLOCK_N / 16; ++kk)
-      sm90::wgmma_rs<HEAD_DIM, T>(o_acc, p_frag[kk], sm90::desc_mn_major(v_addr + kk * 16 * 128, BLOCK_N * 128), true);
+      sm90::wgmma_rs<HEAD_DIM, T>(o_acc, p_frag[kk], sm90::desc_advance(v, kk * 16 * 128), true);
   };
   auto release_v = [&](std::int64_t j) {
     if (lane == 0) sm90::mbarrier_arrive(&v_empty[j % STAGES]);  // this warp is done with the buffer
@@ -239,7 +244,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // One batch, issued in this consumer's turn: S = Q K^T of this tile (HEAD_DIM / 16 wgmmas
     // chained on one accumulator; a commit group of its own) and O += P V of the previous one.
     float s_acc[BLOCK_N / 2];
-    const std::uint32_t k_addr = sm90::smem_u32(K_smem + stage * CHUNKS * BLOCK_N * 64);
+    // The descriptors are made before the turn, so that the turn only issues (fence_value keeps
+    // the compiler from sinking them past the barrier).
+    std::uint64_t k_desc = sm90::desc_k_major(sm90::smem_u32(K_smem + stage * CHUNKS * BLOCK_N * 64));
+    std::uint64_t pv_desc = 0;
+    if constexpr (WITH_PV) pv_desc = v_desc(j - 1);
+    sm90::fence_value(k_desc);
+    sm90::fence_value(pv_desc);
     trace(sm90::TracePhase::turn, j);
     my_turn();
     trace(sm90::TracePhase::issue, j);
@@ -249,11 +260,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
     for (int kk = 0; kk < HEAD_DIM / 16; ++kk) {
       const int chunk = kk / 4, col_bytes = (kk % 4) * 32;  // 16 columns = 32 bytes into the chunk
-      sm90::wgmma_ss<BLOCK_N, T>(s_acc, sm90::desc_k_major(q_addr + chunk * BLOCK_M * 128 + col_bytes),
-                                 sm90::desc_k_major(k_addr + chunk * BLOCK_N * 128 + col_bytes), kk > 0);
+      sm90::wgmma_ss<BLOCK_N, T>(s_acc, sm90::desc_advance(q_desc, chunk * BLOCK_M * 128 + col_bytes),
+                                 sm90::desc_advance(k_desc, chunk * BLOCK_N * 128 + col_bytes), kk > 0);
     }
     sm90::wgmma_commit();
-    if constexpr (WITH_PV) issue_pv(j - 1);
+    if constexpr (WITH_PV) issue_pv(pv_desc);
     sm90::wgmma_commit();
     next_turn(false);
     trace(sm90::TracePhase::s_wait, j);
@@ -331,12 +342,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   for (; j < wg_tiles; ++j) kv_tile(j, std::true_type{}, std::true_type{});        // the diagonal / ragged end
   if (wg_tiles > 0) {  // the last tile's P V, a batch of its own
     wait_v(wg_tiles - 1);
+    std::uint64_t pv_desc = v_desc(wg_tiles - 1);
+    sm90::fence_value(pv_desc);
     trace(sm90::TracePhase::turn, wg_tiles);
     my_turn();
     trace(sm90::TracePhase::issue, wg_tiles);
     sm90::fence_registers(o_acc);
     sm90::wgmma_fence();
-    issue_pv(wg_tiles - 1);
+    issue_pv(pv_desc);
     sm90::wgmma_commit();
     next_turn(wg_tiles == n_tiles);
     trace(sm90::TracePhase::pv_wait, wg_tiles);

@@ -287,8 +287,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // One batch, issued in this consumer's turn: S = Q K^T of this tile (HEAD_DIM / 16 wgmmas
       // chained on one accumulator; a commit group of its own) and O += P V of the previous one.
       float s_acc[BLOCK_N / 2];
-      // The descriptors are made before the turn, so that the turn only issues: each k-step's
-      // is the tile's plus a constant (desc_advance).
+      // The descriptors are made before the turn, so that the turn only issues (fence_value keeps
+      // the compiler from sinking them past the barrier).
       std::uint64_t k_desc = sm90::desc_k_major(sm90::smem_u32(K_smem + stage * CHUNKS * BLOCK_N * 64));
       std::uint64_t pv_desc = 0;
       if constexpr (WITH_PV) pv_desc = v_desc(j - 1);
@@ -359,7 +359,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::reduce_rows<BLOCK_N>(s_acc, row_sum, [](float a, float c) { return a + c; });
 #pragma unroll
       for (int r = 0; r < 2; ++r) l_i[r] = l_i[r] * alpha[r] + row_sum[r];
-      sm90::fence_registers(l_i);  // the sums are made here, while P V runs, not after the wait
 
       trace(sm90::TracePhase::pv_wait, it + j);
       sm90::wgmma_wait<0>();  // P V of the previous tile is done: O and p_frag are free
