@@ -87,16 +87,14 @@ CAUSAL_TARGET = {"step": "05", "versus": "04", "seqlen": 8192, "head_dims": (64,
 # Goals of a step against another measured step or baseline, judged at every attention
 # benchmark both ran from min_seqlen on: step 07 (TMA + wgmma) at least 1.2x step 06, and
 # its standing against PyTorch SDPA's cuDNN backend (no goal: steps 08-09 are to pass it).
-# Steps 06-09 and SDPA (flash, cuDNN) were measured in one run at commit 77a7d6e (fp16/bf16,
-# D 64/128, N 1024-16384, full/causal): steps 07 and 09 are judged on it. Step 08 keeps its
-# own run with step 07 (N from 512, bf16), which its chapter describes.
-SAME_RUN = "steps06-09-77a7d6e"
+# Steps 06-09 and SDPA (flash, cuDNN) were measured in one run at commit 99566c1 (fp16/bf16,
+# D 64/128, N 512-16384, full/causal, and MiniLM): steps 07, 08 and 09 are judged on it.
+SAME_RUN = "steps06-09-99566c1"
 VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024, "run": SAME_RUN},
                  "cudnn": {"versus": "sdpa-cudnn", "goal": None, "min_seqlen": 1024, "run": SAME_RUN}},
-          # Step 08 against step 07 in one run (results/<gpu>/runs/<run>/: the published
-          # step07.json predates step 07's per-warpgroup early exit): the goal is set at bf16,
-          # D = 128, N = 8192, full (steps 08-09 issue); judged here at every point of the run.
-          "08": {"base": {"versus": "07", "goal": 1.15, "min_seqlen": 512, "run": "steps07-08-a04355f"}},
+          # Step 08 against step 07 in the same run: the goal is set at bf16, D = 128,
+          # N = 8192, full (steps 08-09 issue); judged here at every point of the run.
+          "08": {"base": {"versus": "07", "goal": 1.15, "min_seqlen": 512, "run": SAME_RUN}},
           # Step 09: against step 08 (no goal of its own), and the course's goal for its last
           # Hopper step, at least SDPA's cuDNN backend at every point from N = 1024.
           "09": {"base": {"versus": "08", "goal": None, "min_seqlen": 1024, "run": SAME_RUN},

@@ -508,12 +508,14 @@ def load_ceilings(root: Path | str) -> list[Ceiling]:
 
 # ----------------------------------------------------------------------------- Nsight Compute
 
-# Units Nsight Compute may print, scaled to bytes, sectors and nanoseconds.
+# Units Nsight Compute may print, scaled to bytes, sectors, nanoseconds and instructions.
 _NCU_UNITS = {"byte": ("byte", 1), "Kbyte": ("byte", 1e3), "Mbyte": ("byte", 1e6),
               "Gbyte": ("byte", 1e9), "Tbyte": ("byte", 1e12), "sector": ("sector", 1),
               "Ksector": ("sector", 1e3), "Msector": ("sector", 1e6), "Gsector": ("sector", 1e9),
               "ns": ("ns", 1), "nsecond": ("ns", 1), "us": ("ns", 1e3), "usecond": ("ns", 1e3),
-              "ms": ("ns", 1e6), "msecond": ("ns", 1e6), "s": ("ns", 1e9), "second": ("ns", 1e9)}
+              "ms": ("ns", 1e6), "msecond": ("ns", 1e6), "s": ("ns", 1e9), "second": ("ns", 1e9),
+              # instruction counts (smsp__inst_executed_op_ldgsts: the cp.async copies)
+              "inst": ("inst", 1), "Kinst": ("inst", 1e3), "Minst": ("inst", 1e6), "Ginst": ("inst", 1e9)}
 _NCU_STEP_RE = re.compile(r"step(\d{2})\b")
 _NCU_COLUMNS = ("ID", "Kernel Name", "Block Size", "Grid Size", "Metric Name", "Metric Unit",
                 "Metric Value")
