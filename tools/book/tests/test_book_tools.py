@@ -213,6 +213,15 @@ def assert_new_side_is(after: str, diff: str) -> None:
         assert new == after.splitlines()[start:start + int(m[2])]
 
 
+def _folded_diff(tmp_path, before: str, after: str):
+    """stage_book.folded_diff() of two step.cu texts written under tmp_path/steps/{a,b}."""
+    (tmp_path / "steps" / "a").mkdir(parents=True)
+    (tmp_path / "steps" / "b").mkdir()
+    (tmp_path / "steps" / "a" / "step.cu").write_text(before)
+    (tmp_path / "steps" / "b" / "step.cu").write_text(after)
+    return stage_book.folded_diff(tmp_path / "steps" / "a" / "step.cu", tmp_path / "steps" / "b" / "step.cu", tmp_path)
+
+
 def test_step_diff_folds_comment_and_rename_changes(tmp_path):
     """The chapter's diff starts at code: the header's comment changes and a namespace
     rename are folded, the code change is shown, and both parts are valid diffs."""
@@ -222,12 +231,7 @@ def test_step_diff_folds_comment_and_rename_changes(tmp_path):
     after = ("// SPDX\n// step 02 header\n// says another thing\n// and more\n#include <x>\n\n"
              "namespace flashsteps::step02 {\n\nint f() { return 2; }\n\nint g() {}\n\n"
              "int h() {}\n\nint k() {}\n}\n")
-    (tmp_path / "steps" / "a").mkdir(parents=True)
-    (tmp_path / "steps" / "b").mkdir()
-    (tmp_path / "steps" / "a" / "step.cu").write_text(before)
-    (tmp_path / "steps" / "b" / "step.cu").write_text(after)
-    code, folded, n_code, n_comment, n_rename = stage_book.folded_diff(
-        tmp_path / "steps" / "a" / "step.cu", tmp_path / "steps" / "b" / "step.cu", tmp_path)
+    code, folded, n_code, n_comment, n_rename = _folded_diff(tmp_path, before, after)
     assert (n_code, n_comment, n_rename) == (1, 1, 1)
     assert "+int f() { return 2; }" in code and "header" not in code and "step02" not in code
     assert "+// step 02 header" in folded and "+namespace flashsteps::step02 {" in folded
@@ -290,12 +294,7 @@ def test_step_diff_shows_reindented_code_as_context(tmp_path):
     re-indented body appears as context in its new indentation."""
     before = "int f() {\n  a();\n  b();\n  c();\n  return 0;\n}\n"
     after = "int f() {\n  for (int i = 0; i < 2; ++i) {\n    a();\n    b();\n    c();\n  }\n  return 0;\n}\n"
-    (tmp_path / "steps" / "a").mkdir(parents=True)
-    (tmp_path / "steps" / "b").mkdir()
-    (tmp_path / "steps" / "a" / "step.cu").write_text(before)
-    (tmp_path / "steps" / "b" / "step.cu").write_text(after)
-    code, folded, n_code, _, _ = stage_book.folded_diff(
-        tmp_path / "steps" / "a" / "step.cu", tmp_path / "steps" / "b" / "step.cu", tmp_path)
+    code, folded, n_code, _, _ = _folded_diff(tmp_path, before, after)
     changed = [x for x in code.splitlines()[2:] if x[:1] in "+-"]
     assert changed == ["+  for (int i = 0; i < 2; ++i) {", "+  }"], changed
     assert "     a();" in code and not folded and n_code >= 1
