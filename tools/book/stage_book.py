@@ -260,8 +260,10 @@ def _changed(hunk: str) -> tuple[list[str], list[str]]:
 
 
 def _is_comment(line: str) -> bool:
+    """Blank, a // comment, or a line of a /* */ block (``*`` alone or followed by a space);
+    ``*reinterpret_cast<uint4*>(p) = v;`` is code."""
     t = line.strip()
-    return not t or t.startswith(("//", "/*", "*", "*/", "///"))
+    return not t or t.startswith(("//", "/*", "*/", "* ")) or t == "*"
 
 
 def hunk_kind(hunk: str) -> str:
