@@ -287,9 +287,10 @@ def main(argv: list[str] | None = None) -> int:
         if not_measured:
             measured_gpus = sorted({r.gpu for r in records if r.step == m[1]})
             if para is not None or measured_gpus:
-                why = ("a 'Measured on' paragraph" if para is not None
-                       else "results for it: " + ", ".join(f"results/{g}/step{m[1]}.json" for g in measured_gpus))
-                print(f"FAIL {source}: its header says '{NOT_MEASURED[3:]}' but there is {why}")
+                why = ("it also has a 'Measured on' paragraph" if para is not None
+                       else "results hold it: " + ", ".join(f"results/{g}/step{m[1]}.json" for g in measured_gpus)
+                       + " (give its numbers in a 'Measured on' paragraph)")
+                print(f"FAIL {source}: its header says '{NOT_MEASURED[3:]}', but {why}")
                 failed += 1
             else:
                 print(f"ok   step {m[1]}: not measured yet (its header says so, and no results hold it)")
