@@ -7,9 +7,9 @@ with the steps that use them: 04a brings the accumulator and the plain-load prod
 one-instruction exponential. Each part is marked with the step that introduces it, on a line
 of its own::
 
-    // [introduced:04b]
+    // [introduced:04b] ldmatrix
 
-and runs to the next such line. Lines before the first marker belong to every step. The
+(a few words after the marker say what the part is) and runs to the next such line. Lines before the first marker belong to every step. The
 *view* of a header for step S keeps the parts introduced at S or before it (in reading order,
 ``step_registry.step_order``: 03 < 04a < 04b < 04 < 05) and drops the marker lines; a step
 before every marker sees no header at all. The book shows, beside each step's code diff, the
@@ -33,7 +33,7 @@ from step_registry import STEP_NUMBER, step_order  # noqa: E402
 
 HEADERS = ("common/include/flashsteps/tile.h", "common/include/flashsteps/tile_cuda.h",
            "common/include/flashsteps/tile_hip.h")
-MARKER_RE = re.compile(rf"^\s*// \[introduced:({STEP_NUMBER})\]\s*$")
+MARKER_RE = re.compile(rf"^\s*// \[introduced:({STEP_NUMBER})\](?:\s.*)?$")
 
 
 def sections(text: str) -> list[tuple[str | None, list[str]]]:

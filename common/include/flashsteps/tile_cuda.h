@@ -21,7 +21,7 @@
 
 namespace flashsteps::tile {
 
-// [introduced:04a]
+// [introduced:04a] the accumulator, row reductions
 /// Rows of one matrix-instruction tile; WARP_M is a multiple of it.
 inline constexpr int kAtomM = 16;
 /// Columns of one accumulator atom (mma n8); tile widths are multiples of 16.
@@ -84,7 +84,7 @@ __device__ __forceinline__ float row_allreduce_sum(float v) {
   return v + vendor::shfl_xor(v, 2);
 }
 
-// [introduced:04]
+// [introduced:04] one-instruction exp2, warp vote
 /// 2^x in one instruction (`ex2.approx.ftz.f32`: MUFU.EX2, relative error ~2^-22, subnormal
 /// results flushed to zero). exp2f() adds range checks around it for subnormals, three more
 /// instructions per score that a probability rounded to 16 bits never needs.
@@ -97,13 +97,13 @@ __device__ __forceinline__ float exp2_approx(float x) {
 /// True on every lane when @p p is true on any lane of the warp.
 __device__ __forceinline__ bool warp_any(bool p) { return __any_sync(0xffffffffu, p); }
 
-// [introduced:04b]
+// [introduced:04b] shared-space addresses
 /// Shared-memory address of @p p for the PTX shared state space.
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// [introduced:04]
+// [introduced:04] cp.async
 /// 16 bytes global -> shared, asynchronously (`cp.async.cg`, bypassing L1 and the registers);
 /// writes zeros instead when @p in_bounds is false (source size 0: nothing is read).
 template <typename T>
@@ -120,7 +120,7 @@ __device__ __forceinline__ void wait_pending() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-// [introduced:04b]
+// [introduced:04b] ldmatrix
 /// Four 8x8 matrices of 16-bit elements from shared memory; lane l gives the (shared-space)
 /// address of
 /// row l % 8 of matrix l / 8, and receives (row l / 4, columns 2 (l % 4), +1) of each.
@@ -136,7 +136,7 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::ui
                : "r"(row));
 }
 
-// [introduced:04a]
+// [introduced:04a] mma.sync, operands by plain loads
 /// c += a b for one m16n8k16 atom; T (vendor::half_t or vendor::bf16_t) picks the instruction.
 template <typename T>
 __device__ __forceinline__ void mma_16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
@@ -226,7 +226,7 @@ __device__ __forceinline__ void mma_AB_plain(Acc<ROWS, D>& o, const T* sP, const
   }
 }
 
-// [introduced:04b]
+// [introduced:04b] P in registers, fragments by ldmatrix
 /// Two floats rounded to T (nearest even) and packed into one register, @p lo in the low half.
 template <typename T>
 __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
@@ -299,5 +299,5 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
   }
 }
 
-// [introduced:04a]
+// [introduced:04a] the end of the namespace
 }  // namespace flashsteps::tile

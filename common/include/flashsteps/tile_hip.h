@@ -23,7 +23,7 @@
 
 namespace flashsteps::tile {
 
-// [introduced:04a]
+// [introduced:04a] the accumulator, row reductions
 /// Rows of one matrix-instruction tile; WARP_M is a multiple of it.
 inline constexpr int kAtomM = 16;
 /// Columns of one accumulator atom (16x16 MFMA).
@@ -91,7 +91,7 @@ __device__ __forceinline__ float row_allreduce_sum(float v) {
   return v + vendor::shfl_xor(v, 32);
 }
 
-// [introduced:04]
+// [introduced:04] exp2, wavefront vote, copies
 /// 2^x (v_exp_f32).
 __device__ __forceinline__ float exp2_approx(float x) { return exp2f(x); }
 
@@ -112,7 +112,7 @@ __device__ __forceinline__ void commit() {}
 template <int N>
 __device__ __forceinline__ void wait_pending() {}
 
-// [introduced:04a]
+// [introduced:04a] operand loads
 /// The MFMA operand type of T: four fp16 or four bf16 (as raw bits).
 template <typename T>
 using operand4 = std::conditional_t<std::is_same_v<T, vendor::bf16_t>, bf16x4, halfx4>;
@@ -138,7 +138,7 @@ __device__ __forceinline__ operand4<T> load4_column(const T* p, int pitch) {
   return v;
 }
 
-// [introduced:04b]
+// [introduced:04b] P's conversion in registers
 /// float -> bf16 bits, round to nearest even (P is finite, in [0, 1]).
 __device__ __forceinline__ short bf16_bits(float f) {
   const std::uint32_t u = __float_as_uint(f);
@@ -158,7 +158,7 @@ __device__ __forceinline__ operand4<T> convert4(const float (&x)[4]) {
   return v;
 }
 
-// [introduced:04a]
+// [introduced:04a] MFMA, operands by plain loads
 /// c += a b for one 16x16x16 atom; T picks the instruction.
 template <typename T>
 __device__ __forceinline__ void mfma_16x16x16(float (&c)[4], operand4<T> a, operand4<T> b) {
@@ -215,7 +215,7 @@ __device__ __forceinline__ void mma_AB_plain(Acc<ROWS, D>& o, const T* sP, const
   }
 }
 
-// [introduced:04b]
+// [introduced:04b] P in registers
 /// S = A B^T for one wavefront. AMD has no ldmatrix: the 8-byte LDS reads of mma_ABt_plain()
 /// already give each lane a whole operand register pair in one instruction, so this is it.
 template <int D, typename T, int ROWS, int COLS>
@@ -243,5 +243,5 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
   }
 }
 
-// [introduced:04a]
+// [introduced:04a] the end of the namespace
 }  // namespace flashsteps::tile
