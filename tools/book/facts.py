@@ -515,7 +515,7 @@ def timing(records) -> list[dict]:
     for gpu, title in _gpus(records):
         single, batched, counts = [], [], []
         for step in sorted({r.step for r in records if r.gpu == gpu and not r.is_baseline},
-                           key=int):
+                           key=fr.step_sort_key):
             mine = [r for r in records if r.gpu == gpu and r.step == step and not r.skipped]
             values = [r.counters["calls_per_timing"] for r in mine
                       if "calls_per_timing" in r.counters]

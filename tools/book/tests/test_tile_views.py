@@ -123,3 +123,34 @@ def test_a_dereference_is_code_not_a_comment():
     assert stage_book._is_comment(" * a line of a block comment")
     assert stage_book._is_comment("   *")
     assert stage_book._is_comment("  // a comment")
+
+
+def test_the_book_renders_with_a_lettered_step_measured(tmp_path):
+    """With results for 04a and not 04b, step 04 is compared with 04a, and the tools that
+    sort steps take the letter (a copy of step 04's results, relabelled: made-up numbers)."""
+    import json
+    import shutil
+
+    sys.path.insert(0, str(REPO / "tools" / "results"))
+    import facts
+    import flashsteps_results as fr
+
+    src = REPO / "results" / "nvidia-h200" / "step04.json"
+    if not src.is_file():
+        pytest.skip("results/nvidia-h200/step04.json is not checked in")
+    results = tmp_path / "results"
+    shutil.copytree(REPO / "results", results)
+    doc = json.loads(src.read_text())
+    doc["context"]["flashsteps_step"], doc["context"]["flashsteps_step_name"] = "04a", "mma_plain"
+    for b in doc["benchmarks"]:
+        if "TFLOPS" in b:
+            b["TFLOPS"] = b["TFLOPS"] / 2
+    (results / "nvidia-h200" / "step04a.json").write_text(json.dumps(doc))
+    records, ceilings = fr.load_results(results), fr.load_ceilings(results)
+    v = facts.facts(records, ceilings, [], reg.from_folders(REPO))
+    assert v["step04"]["base"] == "04a" and v["step04b"]["base"] == "04a"
+    assert v["step04"]["headline"][0]["ratio"] == "2.00"
+    rows = {r["step"]: r for r in v["overview"][0]["rows"] if r["step"]}
+    assert rows["04"]["ratio"].endswith("(over 04a)") and rows["04b"]["tflops"] == "n/a"
+    text = stage_book.render_chapter(REPO / "book" / "steps" / "04_tensor_cores.md", v, facts.FILTERS)
+    assert "times as fast as step 04a" in " ".join(text.split())
