@@ -10,9 +10,10 @@
 //   - before the epilogue reuses Q's rows, the block also waits for its last cp.async copies
 //   - head dim 96 is compiled (a whole number of 16-wide k-steps) instead of padded to 128
 //   (steps 04a and 04b brought the tensor cores, 16-bit tiles, P in registers and the epilogue)
-// Why it is faster: step 04b stops at a barrier for every K/V tile and then copies it; here the
-// copies of the next tiles run under the MMAs, an exponential is one MUFU instruction instead of
-// exp2f's range checks, and a 128-row block reads each K/V tile once for twice the queries.
+// Why it is faster: step 04b stages every K/V tile through each thread's registers, with three
+// barriers per tile; here the copies of the next tiles go straight to shared memory under the
+// MMAs, behind one barrier, an exponential is one MUFU instruction instead of exp2f's range
+// checks, and a 128-row block reads each K/V tile once for twice the queries.
 // Against step 03 the products now run on tensor cores: on the H200 a dense bf16 GEMM runs at
 // 13.1x the measured fp32 FMA rate of the CUDA cores step 03 used
 // (results/nvidia-h200/*ceiling*.json); the block is now bound by the MMAs and the exp2s.
