@@ -7,14 +7,15 @@
 //     (common/include/flashsteps/tile.h: Acc, mma_ABt_plain, mma_AB_plain); every operand
 //     register is filled by plain shared-memory loads
 //   - each warp owns WARP_M query rows: its scores S and its part of O are accumulators in
-//     registers, a lane holding a few whole rows (slots) of both; step 03's online softmax runs
-//     per slot, its row max and sum combined over the lanes that share the row
+//     registers, a lane holding TM whole rows (slots) of both, TN scores and DV outputs of each
+//     (Acc::at, Acc::col); step 03's online softmax runs per slot, its row max and sum combined
+//     over the lanes that share the row
 //   - P goes through shared memory, rounded to 16 bits, each warp to its own rows
 //   - Q, K, V stay 16-bit in shared memory, in rows padded by 16 bytes (tile::smem_pitch)
 //   - fp32 inputs, head dims that are not a multiple of 8 and misaligned tensors are rejected,
 //     as steps 04b and 04 reject them
 // Why it is faster: a tensor core does a 16x8x16 multiply-add per instruction, 64 times the work
-// of an FMA instruction; step 03's 2 N^2 D FMAs per head become 2 N^2 D / 2048 mma per warp.
+// of an FMA instruction: step 03's 2 N^2 D FMAs per head become 2 N^2 D / 2048 mma instructions.
 // Not measured yet.
 // Limits: fp16/bf16 only; head_dim a multiple of 8 up to 256 (compiled for 32, 64, 128, 256;
 // others padded); 16-byte aligned tensors and strides; P makes a round trip through shared
@@ -35,7 +36,8 @@ namespace {
 // [start:tile_config]
 // 128 threads: 4 warps on NVIDIA, 2 wavefronts on AMD. Warp w owns the WARP_M query rows from
 // w WARP_M: its scores, its rows of P and of O. The tensor cores fix which lane holds which
-// element (tile_cuda.h, tile_hip.h); a lane holds TM whole rows (slots) of S and of O.
+// element (tile_cuda.h, tile_hip.h): element j of a lane's row slot i is s.at(i, j), in
+// column s.col(j), where step 03 had s[i][j] in column tx + 8 j.
 constexpr int kThreads = 128, kWarps = kThreads / vendor::kWarpSize;
 
 // KV tile sizes per head dim, chosen so that the 16-bit tiles fit AMD's 64 KiB of LDS.
@@ -48,7 +50,9 @@ struct Tile {
   static constexpr int BLOCK_M = 64;                            // query rows per block
   static constexpr int BLOCK_N = TileShape<HEAD_DIM>::BLOCK_N;  // keys per KV tile
   static constexpr int WARP_M = BLOCK_M / kWarps;               // query rows per warp
-  static constexpr int TM = tile::Acc<WARP_M, BLOCK_N>::kSlots;  // query rows per lane
+  // A lane's part of the accumulators: TM rows (slots), TN of each row's scores, DV of its O.
+  static constexpr int TM = tile::Acc<WARP_M, BLOCK_N>::kSlots, TN = tile::Acc<WARP_M, BLOCK_N>::kRowElems;
+  static constexpr int DV = tile::Acc<WARP_M, HEAD_DIM>::kRowElems; // O columns per thread
   // Row pitches padded by 16 bytes: spreads the rows a fragment load touches over the banks.
   static constexpr int QK_PITCH = tile::smem_pitch(HEAD_DIM), P_PITCH = tile::smem_pitch(BLOCK_N);
   static constexpr int SMEM_ELEMS = BLOCK_M * QK_PITCH + 2 * BLOCK_N * QK_PITCH + BLOCK_M * P_PITCH;
@@ -109,9 +113,11 @@ __device__ void score_tile(tile::Acc<Tile<HEAD_DIM>::WARP_M, Tile<HEAD_DIM>::BLO
   for (int i = 0; i < TileT::TM; ++i) {
     const std::int64_t row = m0 + s.slot_row(i);
     const std::int64_t last = last_visible_key(p.mask, row, p.Nq, p.Nk);
-    s.for_each([&](int slot, int, int col, float& x) {  // the elements of row slot i
-      if (slot == i) x = n0 + col <= last ? x * p.scale_log2 : -INFINITY;
-    });
+#pragma unroll
+    for (int j = 0; j < TileT::TN; ++j) {
+      const std::int64_t col = n0 + s.col(j);
+      s.at(i, j) = col <= last ? s.at(i, j) * p.scale_log2 : -INFINITY;
+    }
   }
 }
 // [end:score_tile]
@@ -123,7 +129,7 @@ __device__ __forceinline__ float row_sum(float x) { return tile::row_allreduce_s
 template <typename T, int HEAD_DIM>
 __global__ void __launch_bounds__(kThreads) attention_kernel(Params<T> p) {
   using TileT = Tile<HEAD_DIM>;
-  constexpr int TM = TileT::TM;
+  constexpr int TM = TileT::TM, TN = TileT::TN, DV = TileT::DV;
   extern __shared__ float4 smem_f4[];  // float4: 16-byte aligned for the vector loads
   const int warp = threadIdx.x / vendor::kWarpSize;
   T* Q_smem = reinterpret_cast<T*>(smem_f4);                 // [BLOCK_M][QK_PITCH]
@@ -162,21 +168,23 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params<T> p) {
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
       float tile_max = -INFINITY;
-      s.for_each([&](int slot, int, int, float x) { tile_max = slot == i ? fmaxf(tile_max, x) : tile_max; });
+#pragma unroll
+      for (int j = 0; j < TN; ++j) tile_max = fmaxf(tile_max, s.at(i, j));
       const float m_new = fmaxf(m_i[i], row_max(tile_max));
       // A row that has seen no visible key yet keeps m = -inf; subtract 0 instead (no NaN).
       const float m_use = m_new == -INFINITY ? 0.0f : m_new;
       const float alpha = exp2f(m_i[i] - m_use);  // rescales what was summed under the old max
       float tile_sum = 0.0f;
-      s.for_each([&](int slot, int row, int col, float x) {
-        if (slot != i) return;
-        const float p_ij = exp2f(x - m_use);
-        P_smem[row * TileT::P_PITCH + col] = vendor::from_float<T>(p_ij);  // rounded to 16 bits
+#pragma unroll
+      for (int j = 0; j < TN; ++j) {
+        const float p_ij = exp2f(s.at(i, j) - m_use);
+        P_smem[s.slot_row(i) * TileT::P_PITCH + s.col(j)] = vendor::from_float<T>(p_ij);  // 16 bits
         tile_sum += p_ij;
-      });
+      }
       l_i[i] = l_i[i] * alpha + row_sum(tile_sum);
       m_i[i] = m_new;
-      o_acc.for_each([&](int slot, int, int, float& x) { x = slot == i ? x * alpha : x; });
+#pragma unroll
+      for (int c = 0; c < DV; ++c) o_acc.at(i, c) *= alpha;
     }
     __syncthreads();  // P of the whole tile is in shared memory
     // O_i += P_i V on the tensor cores: this warp's rows of P, all of V.
@@ -192,11 +200,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params<T> p) {
     if (row >= p.Nq) continue;
     const float inv_l = l_i[i] > 0.0f ? 1.0f / l_i[i] : 0.0f;
     T* o_row = p.o + b * p.o_stride[0] + h * p.o_stride[1] + row * p.o_stride[2];
-    o_acc.for_each([&](int slot, int, int d, float x) {
-      if (slot == i && d < p.D) o_row[d] = vendor::from_float<T>(x * inv_l);
-      if (slot == i && d == 0 && p.lse != nullptr)  // LSE_i = ln(sum_j e^{S_ij}) = (m_i + log2 l_i) ln 2
-        p.lse[bh * p.Nq + row] = l_i[i] > 0.0f ? (m_i[i] + log2f(l_i[i])) * 0.69314718f : -INFINITY;
-    });
+#pragma unroll
+    for (int c = 0; c < DV; ++c) {
+      const int d = o_acc.col(c);
+      if (d < p.D) o_row[d] = vendor::from_float<T>(o_acc.at(i, c) * inv_l);
+    }
+    if (p.lse != nullptr && o_acc.col(0) == 0)  // LSE_i = ln(sum_j e^{S_ij}) = (m_i + log2 l_i) ln 2
+      p.lse[bh * p.Nq + row] = l_i[i] > 0.0f ? (m_i[i] + log2f(l_i[i])) * 0.69314718f : -INFINITY;
   }
   // [end:epilogue]
 }

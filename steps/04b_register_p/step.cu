@@ -19,8 +19,8 @@
 // traffic and the conversions of the round trip; O is written in 16-byte stores, not 2-byte.
 // Not measured yet.
 // Limits: fp16/bf16 only; head_dim a multiple of 8 up to 256 (compiled for 32, 64, 128, 256;
-// others padded); 16-byte aligned tensors and strides; K/V staged through registers with a
-// barrier per tile (step 04: the cp.async ring); every causal tile is computed (step 05).
+// others padded); 16-byte aligned tensors and strides; K/V staged through registers, three
+// barriers per tile (step 04: the cp.async ring); every causal tile is computed (step 05).
 // Chapter: book/steps/04b_register_p.md
 #include <cmath>
 

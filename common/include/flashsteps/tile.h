@@ -22,6 +22,7 @@
 ///     exp2_rows(S, m, a)      S[r][c]  = 2^((S[r][c] - m[r]) * a)     (exp2_approx)
 ///     mul_row(O, alpha)       O[r][c] *= alpha[r]
 ///     Acc::for_each(f)        f(slot, r, c, S[r][c]) for the elements this lane holds
+///     Acc::at(s, k), col(k)   element k of this lane's row slot s, and its column c
 ///
 /// Shared-memory tiles hold 16-bit elements row-major with a pitch of COLS + 8 elements
 /// (smem_pitch()): the 16 extra bytes per row shift consecutive rows across the banks, so the

@@ -40,6 +40,15 @@ struct Acc {
 
   /// Row (within the accumulator) of this lane's slot @p s.
   __device__ __forceinline__ static int slot_row(int s) { return 16 * (s / 2) + (threadIdx.x % 32) / 4 + 8 * (s % 2); }
+  /// Elements of one row slot that this lane holds: two columns of every n8 atom.
+  static constexpr int kRowElems = 2 * kColTiles;
+  /// Element @p k (0 .. kRowElems - 1) of this lane's row slot @p s: c[2 (s % 2) + k % 2] of
+  /// atom (s / 2, k / 2), the same element for_each() passes with slot s and column col(k).
+  __device__ __forceinline__ float& at(int s, int k) { return x[s / 2][k / 2][2 * (s % 2) + k % 2]; }
+  /// As at(), read-only.
+  __device__ __forceinline__ float at(int s, int k) const { return x[s / 2][k / 2][2 * (s % 2) + k % 2]; }
+  /// Column (within the accumulator) of element @p k of a row slot of this lane.
+  __device__ __forceinline__ static int col(int k) { return 8 * (k / 2) + 2 * (threadIdx.x % 4) + k % 2; }
   /// Sets every element to 0.
   __device__ __forceinline__ void zero() {
 #pragma unroll

@@ -47,6 +47,15 @@ struct Acc {
 
   /// Row (within the accumulator) of this lane's slot @p s.
   __device__ __forceinline__ static int slot_row(int s) { return 16 * s + threadIdx.x % 16; }
+  /// Elements of one row slot that this lane holds: four columns of every 16x16 atom.
+  static constexpr int kRowElems = 4 * kColTiles;
+  /// Element @p k (0 .. kRowElems - 1) of this lane's row slot @p s: element k % 4 of atom
+  /// (s, k / 4), the same element for_each() passes with slot s and column col(k).
+  __device__ __forceinline__ float& at(int s, int k) { return x[s][k / 4][k % 4]; }
+  /// As at(), read-only.
+  __device__ __forceinline__ float at(int s, int k) const { return x[s][k / 4][k % 4]; }
+  /// Column (within the accumulator) of element @p k of a row slot of this lane.
+  __device__ __forceinline__ static int col(int k) { return 16 * (k / 4) + 4 * ((threadIdx.x % 64) / 16) + k % 4; }
   /// Sets every element to 0.
   __device__ __forceinline__ void zero() {
 #pragma unroll
