@@ -135,8 +135,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params<T> p) {
   T* Q_smem = reinterpret_cast<T*>(smem_f4);                 // [BLOCK_M][QK_PITCH]
   T* K_smem = Q_smem + TileT::BLOCK_M * TileT::QK_PITCH;     // [BLOCK_N][QK_PITCH]
   T* V_smem = K_smem + TileT::BLOCK_N * TileT::QK_PITCH;     // [BLOCK_N][QK_PITCH]
-  T* P_smem = V_smem + TileT::BLOCK_N * TileT::QK_PITCH + warp * TileT::WARP_M * TileT::P_PITCH;  // this warp's rows of [BLOCK_M][P_PITCH]
-
+  // P_smem: this warp's WARP_M rows of the block's [BLOCK_M][P_PITCH] tile of P.
+  T* P_smem = V_smem + TileT::BLOCK_N * TileT::QK_PITCH + warp * TileT::WARP_M * TileT::P_PITCH;
 
   // One block per (batch, head, query tile), flattened into blockIdx.x (no 65535 limit).
   const std::int64_t bh = blockIdx.x / p.m_tiles;
@@ -229,13 +229,13 @@ void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
     vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<T, float>) {  // fp32 was rejected above
-      const Params<T> p = make_params<T>(args, TileT::BLOCK_M);
-      const unsigned blocks = grid_blocks(p, kThreads, "step 04a");
-      constexpr std::size_t smem_bytes = TileT::SMEM_ELEMS * sizeof(T);
-      // Above 48 KiB needs an opt-in; set on every launch (cheap), so every device gets it.
-      vendor::set_max_dynamic_smem(reinterpret_cast<const void*>(&attention_kernel<T, HEAD_DIM>), smem_bytes);
-      attention_kernel<T, HEAD_DIM><<<blocks, kThreads, smem_bytes, stream>>>(p);
-      FLASHSTEPS_CHECK_LAUNCH("step04a::attention_kernel");
+        const Params<T> p = make_params<T>(args, TileT::BLOCK_M);
+        const unsigned blocks = grid_blocks(p, kThreads, "step 04a");
+        constexpr std::size_t smem_bytes = TileT::SMEM_ELEMS * sizeof(T);
+        // Above 48 KiB needs an opt-in; set on every launch (cheap), so every device gets it.
+        vendor::set_max_dynamic_smem(reinterpret_cast<const void*>(&attention_kernel<T, HEAD_DIM>), smem_bytes);
+        attention_kernel<T, HEAD_DIM><<<blocks, kThreads, smem_bytes, stream>>>(p);
+        FLASHSTEPS_CHECK_LAUNCH("step04a::attention_kernel");
       }
     });
   });
