@@ -7,13 +7,17 @@
 #
 #   add_step(NN slug [BASE MM] [ISA <set>...] [ISA_CUDA <regex>...] [ISA_HIP <regex>...]
 #            [REQUIRES CUDA_SM90A] [WERROR_PTXAS])
-#       NN        two digits; the step's folder is steps/NN_slug/ and its code step.cu.
+#       NN        two digits, optionally followed by one lowercase letter for an intermediate
+#                 step (04a and 04b climb from 03 to 04); the step's folder is
+#                 steps/NN_slug/ and its code step.cu; `make stepN` drops the leading zero
+#                 (step4a).
 #       BASE MM   the step this one builds on: the book diffs steps/NN_slug/step.cu against
 #                 steps/MM_*/step.cu. Default: the step registered just before (none for the
 #                 first). A step that branches off earlier says so (a split-KV step after the
 #                 Hopper ones would say BASE 06).
 #       ISA       named sets (flashsteps_isa_set), joined; ISA_CUDA / ISA_HIP add one-off
-#                 patterns. Checked by the ctest isa.stepNN (label isa), see below.
+#                 patterns. Checked by the ctest isa.stepNN (label isa), see below. A
+#                 pattern that starts with ! must NOT match (step 04a: "!ldmatrix").
 #       REQUIRES CUDA_SM90A
 #                 the step uses Hopper-only instructions (wgmma, setmaxnreg, TMA). It is built
 #                 only by a CUDA build whose CMAKE_CUDA_ARCHITECTURES lists 90a (or 90a-real /
@@ -66,8 +70,9 @@
 #
 # ISA checks: the ctest isa.stepNN (label isa) reads the device code the compiler generates
 # for step.cu (PTX for sm_90a on CUDA, the ISA of every CMAKE_HIP_ARCHITECTURES target on
-# HIP) and fails unless every pattern of the step's sets matches, so CI, which has no GPU,
-# sees that the kernels use the instructions they were written for.
+# HIP) and fails unless every pattern of the step's sets matches, and no !pattern does, so
+# CI, which has no GPU, sees that the kernels use the instructions they were written for
+# (and, for the intermediate steps 04a and 04b, not yet the ones a later step brings).
 
 # Compile options every GPU translation unit gets.
 function(flashsteps_gpu_options target)
@@ -199,15 +204,16 @@ function(add_step number slug)
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "add_step(${number} ${slug}): unknown arguments '${ARG_UNPARSED_ARGUMENTS}'")
   endif()
-  if(NOT number MATCHES "^[0-9][0-9]$")
-    message(FATAL_ERROR "add_step(${number} ${slug}): the number must have two digits (01, 07, ...)")
+  if(NOT number MATCHES "^[0-9][0-9][a-z]?$")
+    message(FATAL_ERROR "add_step(${number} ${slug}): the number must have two digits, optionally "
+                        "followed by one lowercase letter (01, 07, 04a, ...)")
   endif()
   get_property(written GLOBAL PROPERTY FLASHSTEPS_REGISTRY_WRITTEN)
   if(written)
     message(FATAL_ERROR "add_step(${number} ${slug}) comes after flashsteps_write_registry(): move it up")
   endif()
   set(id step${number})
-  math(EXPR short "${number}")  # 01 -> 1, for `make step1`
+  string(REGEX REPLACE "^0" "" short "${number}")  # 01 -> 1, 04a -> 4a, for `make step1`
   set(name ${number}_${slug})
   set(dir ${CMAKE_SOURCE_DIR}/steps/${name})
   if(NOT EXISTS ${dir}/step.cu)
@@ -411,7 +417,8 @@ function(flashsteps_write_registry file)
   endif()
   message(STATUS "Steps: ${numbers}; built here: ${built_list} (registry: ${file})")
   # A step folder nobody registered is most likely a forgotten add_step line.
-  file(GLOB folders LIST_DIRECTORIES true RELATIVE ${CMAKE_SOURCE_DIR}/steps ${CMAKE_SOURCE_DIR}/steps/[0-9][0-9]_*)
+  file(GLOB folders LIST_DIRECTORIES true RELATIVE ${CMAKE_SOURCE_DIR}/steps
+       ${CMAKE_SOURCE_DIR}/steps/[0-9][0-9]_* ${CMAKE_SOURCE_DIR}/steps/[0-9][0-9][a-z]_*)
   get_property(names GLOBAL PROPERTY FLASHSTEPS_STEPS)
   foreach(folder IN LISTS folders)
     if(IS_DIRECTORY ${CMAKE_SOURCE_DIR}/steps/${folder} AND NOT folder IN_LIST names)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// FlashSteps step 03 of the series — online softmax.   previous: 02_tiled · next: 04_tensor_cores
+// FlashSteps step 03 of the series — online softmax.   previous: 02_tiled · next: 04a_mma_plain
 //
 // What changes against step 02:
 //   - one sweep over the K/V tiles instead of two: the row max m_i and the sum l_i are kept
@@ -12,7 +12,7 @@
 // micro-tiles (each thread: TM x TN scores of S and TM x D/8 outputs of O).
 // Measured on an NVIDIA H200 (bf16, D = 128, N = 4096, non-causal): 19.7 TFLOP/s, 1.38x step 02,
 // 34% of the 57.7 TFLOP/s fp32 FMA ceiling measured on the same GPU (results/nvidia-h200/).
-// Limits: scalar fp32 FMAs (no tensor cores: step 04); every KV tile is visited even when the
+// Limits: scalar fp32 FMAs (no tensor cores: step 04a); every KV tile is visited even when the
 // causal mask hides it (step 05); head_dim <= 256 (compiled for 32, 64, 128, 256; others padded).
 // Chapter: book/steps/03_online_softmax.md
 #include <cmath>

@@ -1,19 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// FlashSteps step 04 of the series — tensor-core GEMMs.   previous: 03_online_softmax · next: 05_causal
+// FlashSteps step 04 of the series — tensor-core GEMMs.   previous: 04b_register_p · next: 05_causal
 //
-// What changes against step 03:
-//   - both GEMMs, S = Q K^T and O += P V, run on tensor cores (fp16/bf16 in, fp32 accumulate):
-//     NVIDIA mma.sync m16n8k16 fed by ldmatrix, AMD MFMA 16x16x16, behind one tile vocabulary
-//     (common/include/flashsteps/tile.h: mma_ABt, mma_AB, row_max, row_sum, exp2_rows, mul_row)
-//   - each warp owns WARP_M query rows; S, P and O never leave its registers: the accumulator of
-//     S is, element for element, the A operand of P V (FlashAttention-2, Dao 2023, section 3.3)
-//   - Q, K and V stay 16-bit in shared memory (padded rows: no bank conflicts), copied 16 bytes
-//     at a time; K/V tiles go through a STAGES-deep ring of buffers filled by cp.async, so the
-//     next tiles load while the current one is multiplied
-//   - the softmax works in base 2 on unscaled scores: P = exp2((S - m) * scale * log2(e))
-//   - the mask is applied only to tiles that need it (past Nk, or crossing the causal diagonal)
-// Why it is faster: a tensor core does a 16x8x16 multiply-add per instruction; on the H200 a
-// dense bf16 GEMM runs at 13.1x the measured fp32 FMA rate of the CUDA cores step 03 used
+// What changes against step 04b:
+//   - K/V tiles go through a STAGES-deep ring of shared-memory buffers filled by cp.async
+//     (tile::load_tile_async, commit, wait_pending), so the next tiles load while the current
+//     one is multiplied; per-vendor tile tables (TileConfig: 128 query rows per block on NVIDIA)
+//   - the exponentials are one ex2.approx each (tile::exp2_rows), and O is rescaled only when
+//     some row's max grew (tile::warp_any)
+//   - before the epilogue reuses Q's rows, the block also waits for its last cp.async copies
+//   - head dim 96 is compiled (a whole number of 16-wide k-steps) instead of padded to 128
+//   (steps 04a and 04b brought the tensor cores, 16-bit tiles, P in registers and the epilogue)
+// Why it is faster: step 04b stages every K/V tile through each thread's registers, with three
+// barriers per tile; here the copies of the next tiles go straight to shared memory under the
+// MMAs, behind one barrier, an exponential is one MUFU instruction instead of exp2f's range
+// checks, and a 128-row block reads each K/V tile once for twice the queries.
+// Against step 03 the products now run on tensor cores: on the H200 a dense bf16 GEMM runs at
+// 13.1x the measured fp32 FMA rate of the CUDA cores step 03 used
 // (results/nvidia-h200/*ceiling*.json); the block is now bound by the MMAs and the exp2s.
 // Measured on an NVIDIA H200 (bf16, D = 128, N = 4096, non-causal): 320 TFLOP/s, 16x step 03's
 // 19.7 (an earlier run) (results/nvidia-h200/, commit 9108a20; the chapter compares it with

@@ -15,7 +15,9 @@ measured. ``g.title`` is "the NVIDIA H200".
 
 Context, for every step NN the build registers (``stepNN``, a dict):
 
-- ``number``, ``base`` (the step it is diffed and compared against, or None);
+- ``number``, ``base`` (the step it is compared against, or None: its base step, or while
+  that one is not measured the nearest measured step down the chain of bases, so step 04
+  compares with step 03 until steps 04a and 04b have results; :func:`measured_base`);
 - ``headline`` -- per GPU: TFLOPS on :data:`HEADLINE`, and against the base step
   (``base``, ``base_tflops``, ``ratio``; None when the base has no such result);
 - ``speedups``, ``speedups_full``, ``speedups_causal`` -- per GPU: over how many attention
@@ -42,7 +44,8 @@ Context, for every step NN the build registers (``stepNN``, a dict):
 - ``profile`` (the step of :data:`PROFILE_PAIR`) -- the step against FlashAttention-2 in
   Nsight Compute's text reports;
 
-and for the whole book: ``headline_benchmark``, ``sdpa_name``, ``ridges``,
+and for the whole book: ``step_pages`` (the chapters in reading order, for the index's
+toctree: 03, 04a, 04b, 04, 05), ``headline_benchmark``, ``sdpa_name``, ``ridges``,
 ``overview`` (per GPU: the front page's table, a row per step and one for the SDPA flash
 baseline: ``tflops``, ``ratio``, ``sdpa``, ``gemm``, ``limit``), ``library_build`` (per GPU: which results' Google Benchmark library was a debug
 build), ``causal_time`` (per GPU: every step's causal time over full time, and which steps save
@@ -56,6 +59,8 @@ pair and which in batches).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import math
 import re
@@ -137,6 +142,8 @@ STEP_LIMITS = {
     "01": "S and P make round trips through memory, in scattered 32-byte sectors",
     "02": "scalar fp32 FMAs on the CUDA cores; K is read twice",
     "03": "scalar fp32 FMAs on the CUDA cores",
+    "04a": "P through shared memory; a load per operand register; a barrier per K/V tile",
+    "04b": "a barrier per K/V tile while it is copied; exp2f with range checks",
     "04": "exp2, shuffles and barriers beside the MMAs; every causal tile is computed",
     "05": "one fixed tile shape per head dim; softmax and MMAs of a warp in sequence",
     "06": "instruction issue: warps wait on the results of earlier arithmetic",
@@ -508,7 +515,7 @@ def timing(records) -> list[dict]:
     for gpu, title in _gpus(records):
         single, batched, counts = [], [], []
         for step in sorted({r.step for r in records if r.gpu == gpu and not r.is_baseline},
-                           key=int):
+                           key=fr.step_sort_key):
             mine = [r for r in records if r.gpu == gpu and r.step == step and not r.skipped]
             values = [r.counters["calls_per_timing"] for r in mine
                       if "calls_per_timing" in r.counters]
@@ -555,14 +562,17 @@ def overview(records, ceilings, steps: list) -> list[dict]:
         gemm = _ceiling(ceilings, gpu, "bf16_gemm")
         flash = _rec(records, gpu, SDPA_BASELINE, HEADLINE)
         rows = []
-        for s in steps:
+        for i, s in enumerate(steps):
             rec = _rec(records, gpu, s.number, HEADLINE)
             ref = _rec(records, gpu, s.base, HEADLINE) if s.base else None
+            # Against another step than the row above (a branch, or steps between not measured yet).
+            over = f" (over {s.base})" if ref and i and steps[i - 1].number != s.base else ""
             name = getattr(s, "name", None) or s.number
             rows.append({
                 "step": s.number, "page": f"steps/{name}.md", "label": name.replace("_", " "),
+                "title": name.partition("_")[2].replace("_", " "), "base": s.base,
                 "tflops": fr.fmt_tflops(rec.tflops) if rec else "n/a",
-                "ratio": (pr.fmt_sig(rec.tflops / ref.tflops) + "×" if rec and ref else "–"),
+                "ratio": (pr.fmt_sig(rec.tflops / ref.tflops) + "×" + over if rec and ref else "–"),
                 "sdpa": (pr.fmt_sig(rec.tflops / flash.tflops, 2) + "×" if rec and flash
                          else "–"),
                 "gemm": (pr.fmt_pct(rec.tflops / gemm.value) if rec and gemm else "–"),
@@ -827,6 +837,18 @@ class _StepRef:
     base: str | None
 
 
+def measured_base(records, steps: list, step) -> str | None:
+    """The step ``step``'s speed-ups are given against: its base when the results hold it,
+    else the nearest measured step down its chain of bases (step 04 against step 03 while the
+    steps between them, 04a and 04b, are not measured yet); its base when none is."""
+    by_number = {s.number: s for s in steps}
+    measured = {r.step for r in records}
+    base = step.base
+    while base is not None and base not in measured and by_number.get(base) is not None:
+        base = by_number[base].base
+    return base if base is not None else step.base
+
+
 def _vendor(gpu: str) -> str:
     return "amd" if gpu.startswith(("amd", "mi")) else "nvidia"
 
@@ -853,7 +875,9 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
         steps = [_StepRef(n, steps[i - 1] if i else None) for i, n in enumerate(steps)]
     numbers = {s.number for s in steps}
     out["causal_time"] = causal_time(records, steps)
+    steps = [dataclasses.replace(s, base=measured_base(records, steps, s)) for s in steps]
     out["overview"] = overview(records, ceilings, steps)
+    out["step_pages"] = [f"steps/{getattr(s, 'name', None) or s.number}" for s in steps]
     for s in steps:
         num, base = s.number, s.base
         v: dict = {"number": num, "base": base,

@@ -27,8 +27,11 @@ import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from step_registry import step_order  # noqa: E402
+
 FIELD_RE = re.compile(r"^\s*(?:std::int64_t|bool|int)\s+(\w+)\s*=\s*([^;]+);", re.M)
-ADD_STEP_RE = re.compile(r"^add_step\((\d{2})\s+(\w+)([^)]*)\)", re.M)
+ADD_STEP_RE = re.compile(r"^add_step\((\d{2}[a-z]?)\s+(\w+)([^)]*)\)", re.M)
 INFO_RE = re.compile(r"StepInfo\s+(?:info\(\)\s*\{\s*return\s*\{|i\{)([^}]*)\}")
 ASSIGN_RE = re.compile(r"\bi\.(\w+)\s*=\s*([^,;]+)")
 ARRAY_RE = re.compile(r"inline constexpr int (k\w*HeadDims)\[\]\s*=\s*\{([^}]*)\};")
@@ -91,7 +94,8 @@ def architectures(repo: Path) -> dict[str, list[str]]:
 def limits(repo: Path) -> list[dict]:
     base, sets, registered = defaults(repo), head_dim_sets(repo), add_steps(repo)
     rows = []
-    for folder in sorted((repo / "steps").glob("[0-9][0-9]_*")):
+    folders = [*(repo / "steps").glob("[0-9][0-9]_*"), *(repo / "steps").glob("[0-9][0-9][a-z]_*")]
+    for folder in sorted(folders, key=lambda f: step_order(f.name.partition("_")[0])):
         source = folder / "step.cu"
         if not source.is_file():
             continue
@@ -103,13 +107,13 @@ def limits(repo: Path) -> list[dict]:
             raise ValueError(f"{source}: no StepInfo info() initialiser")
         fields = dict(base)
         init = [x.strip() for x in re.sub(r'"[^"]*"', '""', m[1]).split(",")]
-        if len(init) >= 4:
-            fields["bench_max_seqlen"] = int(init[3])
+        for name, value in zip(list(base), init[3:]):  # positional: StepInfo's fields in order
+            fields[name] = _value(value)
         for name, value in ASSIGN_RE.findall(info_fn):
             fields[name] = _value(value)
         dispatch = sorted({d for d in re.findall(r"\b(dispatch_head_dim\w*)\(", text) if d in sets})
         compiled = sorted({x for d in dispatch for x in sets[d]})
-        num = folder.name[:2]
+        num = folder.name.partition("_")[0]
         reg = registered.get(num, {})
         rows.append({"number": num, "name": folder.name, **fields, "compiled": compiled,
                      "isa": reg.get("isa"), "requires": reg.get("requires", [])})

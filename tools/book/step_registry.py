@@ -4,7 +4,9 @@
 The book tooling never names a step. It reads the registry the CMake build writes
 (``<build>/steps.json``, one entry per ``add_step`` line: number, slug, folder, base step,
 built or not) when it is given one, and otherwise finds every ``steps/NN_slug/step.cu`` and
-takes the step before it by number as its base. A step's extras are found the same way: a
+takes the step before it by number as its base. A number is two digits, optionally followed
+by one lowercase letter: the lettered steps climb to the plain one, so the reading order is
+03, 04a, 04b, 04, 05 (``step_order``). A step's extras are found the same way: a
 ``tuned/`` folder beside its ``step.cu`` holds tuning tables (tools/book/plot_search_space.py).
 """
 
@@ -15,7 +17,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-STEP_DIR_RE = re.compile(r"^(\d{2})_([a-z0-9_]+)$")
+STEP_NUMBER = r"\d{2}[a-z]?"
+STEP_DIR_RE = re.compile(rf"^({STEP_NUMBER})_([a-z0-9_]+)$")
+
+
+def step_order(number: str) -> tuple[int, str]:
+    """Sort key of a step number in reading order: 03 < 04a < 04b < 04 < 05."""
+    return int(number[:2]), number[2:] or "~"
 
 
 class RegistryError(ValueError):
@@ -53,6 +61,7 @@ def from_folders(repo: Path) -> list[Step]:
         m = STEP_DIR_RE.match(d.name)
         if m and (d / "step.cu").is_file():
             found.append((m[1], m[2], d))
+    found.sort(key=lambda f: step_order(f[0]))
     return [Step(num, slug, d, found[i - 1][0] if i else None)
             for i, (num, slug, d) in enumerate(found)]
 
@@ -73,8 +82,8 @@ def from_registry(repo: Path, path: Path) -> list[Step]:
         if not isinstance(entry, dict):
             raise RegistryError(f"{where} is not an object")
         number, slug = str(entry.get("number", "")), entry.get("slug")
-        if not re.fullmatch(r"\d{2}", number) or not isinstance(slug, str):
-            raise RegistryError(f"{where}: \"number\" (two digits) or \"slug\" is missing")
+        if not re.fullmatch(STEP_NUMBER, number) or not isinstance(slug, str):
+            raise RegistryError(f"{where}: \"number\" (two digits, maybe a letter: 04a) or \"slug\" is missing")
         folder = repo / entry.get("folder", f"steps/{number}_{slug}")
         if not (folder / "step.cu").is_file():
             raise RegistryError(f"{where}: \"folder\" {folder} has no step.cu")

@@ -30,6 +30,12 @@ The phrases it reads (in this order; ``S`` a step number, ``X`` a number):
 Paths (``results/nvidia-h200/step01.json``), step numbers and the GPU's name are not numbers
 to check.
 
+A step that has not been measured says so on a line of its own, ``// Not measured yet.``,
+instead of the paragraph (steps 04a and 04b until their first run). That passes while no
+results file holds the step, and fails once one does (the header must then give the numbers)
+or when the header also has a 'Measured on' paragraph. Step numbers are two digits, maybe
+followed by a letter (04a).
+
 Anywhere in the header (the comment block before the first ``#include``), one more phrase is
 read back, from the measured ceilings of the GPU the paragraph names:
 
@@ -49,7 +55,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import flashsteps_results as fr  # noqa: E402
 
-STEP_DIR_RE = re.compile(r"^(\d{2})_[a-z0-9_]+$")
+STEP_DIR_RE = re.compile(r"^(\d{2}[a-z]?)_[a-z0-9_]+$")
 BASELINE = "sdpa-flash"
 NUM = r"(\d+(?:\.\d+)?)"
 
@@ -60,15 +66,16 @@ SET_RE = re.compile(r"over the (?P<count>\d+) (?P<dtypes>(?:fp16|bf16|fp32)(?: a
                     r" D = (?P<dims>\d+(?: and \d+)*), N = (?P<lo>\d+)-(?P<hi>\d+) problems")
 FMA_RE = re.compile(NUM + r"% of the (?:" + NUM + r" TFLOP/s )?fp32 FMA ceiling")
 TFLOPS_RE = re.compile(NUM + r" TFLOP/s")
-SET_STEP_RE = re.compile(NUM + r"x step (\d{2}) \(geometric mean; " + NUM + "-" + NUM + r"\)")
-STEP_RE = re.compile(NUM + r"x step (\d{2})(?:'s " + NUM + r")?")
+SET_STEP_RE = re.compile(NUM + r"x step (\d{2}[a-z]?) \(geometric mean; " + NUM + "-" + NUM + r"\)")
+STEP_RE = re.compile(NUM + r"x step (\d{2}[a-z]?)(?:'s " + NUM + r")?")
 SET_SDPA_RE = re.compile(NUM + "-" + NUM + r"x PyTorch SDPA's FlashAttention-2 backend "
                          r"\(geometric mean " + NUM + r"\)")
 SDPA_RE = re.compile(NUM + r"x PyTorch SDPA's FlashAttention-2 backend")
 COMMIT_RE = re.compile(r"commit (?P<c>[0-9a-f]{7,40})\b")
 TC_FMA_RE = re.compile(NUM + r"x the measured fp32 FMA rate")
 # Not numbers to check: paths, step numbers, product names, a head dim named in words.
-IGNORED_RE = re.compile(r"\S+/\S*|\bD = \d+\b|\bsteps? \d{2}\b|FlashAttention-2|\b(?:NVIDIA|AMD) \S+")
+IGNORED_RE = re.compile(r"\S+/\S*|\bD = \d+\b|\bsteps? \d{2}[a-z]?\b|FlashAttention-2|\b(?:NVIDIA|AMD) \S+")
+NOT_MEASURED = "// Not measured yet."
 
 
 class HeaderError(ValueError):
@@ -276,6 +283,18 @@ def main(argv: list[str] | None = None) -> int:
             continue
         text = source.read_text(encoding="utf-8")
         para = measured_paragraph(text)
+        not_measured = any(line.strip() == NOT_MEASURED for line in text.splitlines()[:80])
+        if not_measured:
+            measured_gpus = sorted({r.gpu for r in records if r.step == m[1]})
+            if para is not None or measured_gpus:
+                why = ("it also has a 'Measured on' paragraph" if para is not None
+                       else "results hold it: " + ", ".join(f"results/{g}/step{m[1]}.json" for g in measured_gpus)
+                       + " (give its numbers in a 'Measured on' paragraph)")
+                print(f"FAIL {source}: its header says '{NOT_MEASURED[3:]}', but {why}")
+                failed += 1
+            else:
+                print(f"ok   step {m[1]}: not measured yet (its header says so, and no results hold it)")
+            continue
         if para is None:
             continue
         try:

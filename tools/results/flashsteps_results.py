@@ -136,14 +136,19 @@ class Record:
         return step_label(self.step, self.step_name)
 
 
+STEP_ID_RE = re.compile(r"\d{2}[a-z]?")
+
+
 def is_baseline(step: str) -> bool:
-    """Numbered steps ("01") are ours; anything else is a baseline to overlay."""
-    return not step.isdigit()
+    """Numbered steps ("01", or "04a" for a step that climbs to 04) are ours; anything else
+    is a baseline to overlay."""
+    return not STEP_ID_RE.fullmatch(step)
 
 
 def step_sort_key(step: str) -> tuple:
-    """Numbered steps first (numerically), then baselines alphabetically."""
-    return (1, 0, step) if is_baseline(step) else (0, int(step), step)
+    """Numbered steps first in reading order (03, 04a, 04b, 04, 05), then baselines
+    alphabetically."""
+    return (1, 0, step) if is_baseline(step) else (0, int(step[:2]), step[2:] or "~")
 
 
 def step_label(step: str, step_name: str) -> str:
@@ -516,7 +521,7 @@ _NCU_UNITS = {"byte": ("byte", 1), "Kbyte": ("byte", 1e3), "Mbyte": ("byte", 1e6
               "ms": ("ns", 1e6), "msecond": ("ns", 1e6), "s": ("ns", 1e9), "second": ("ns", 1e9),
               # instruction counts (smsp__inst_executed_op_ldgsts: the cp.async copies)
               "inst": ("inst", 1), "Kinst": ("inst", 1e3), "Minst": ("inst", 1e6), "Ginst": ("inst", 1e9)}
-_NCU_STEP_RE = re.compile(r"step(\d{2})\b")
+_NCU_STEP_RE = re.compile(r"step(\d{2}[a-z]?)\b")
 _NCU_COLUMNS = ("ID", "Kernel Name", "Block Size", "Grid Size", "Metric Name", "Metric Unit",
                 "Metric Value")
 

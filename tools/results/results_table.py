@@ -189,10 +189,12 @@ def make_table(records: list[fr.Record], dtype: str = "bf16", head_dims=(64, 128
 
 
 def previous_step(records: list[fr.Record], step: str) -> str | None:
-    """The highest numbered step below ``step`` that has results, or None."""
+    """The last step before ``step`` in reading order (03, 04a, 04b, 04) that has results, or
+    None."""
     if fr.is_baseline(step):
         return None
-    lower = [s for s, _ in fr.steps_of(records) if not fr.is_baseline(s) and int(s) < int(step)]
+    lower = [s for s, _ in fr.steps_of(records)
+             if not fr.is_baseline(s) and fr.step_sort_key(s) < fr.step_sort_key(step)]
     return lower[-1] if lower else None
 
 

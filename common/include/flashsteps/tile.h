@@ -15,17 +15,25 @@
 ///
 ///     mma_ABt(S, sQ, sK)      S[r][c]  = sum_k Q[r][k] * K[c][k]         (S = Q K^T)
 ///     mma_AB(O, P, sV)        O[r][c] += sum_k P[r][k] * V[k][c]         (O += P V, P rounded to T)
+///     mma_ABt_plain, mma_AB_plain: the same products with the operands read by plain
+///                             shared-memory loads, and P read from shared memory (step 04a)
 ///     row_max(S, m)           m[r]     = max(m[r], max_c S[r][c])
 ///     row_sum(S, l)           l[r]    += sum_c S[r][c]                    (this lane's part only)
 ///     exp2_rows(S, m, a)      S[r][c]  = 2^((S[r][c] - m[r]) * a)     (exp2_approx)
 ///     mul_row(O, alpha)       O[r][c] *= alpha[r]
 ///     Acc::for_each(f)        f(slot, r, c, S[r][c]) for the elements this lane holds
+///     Acc::at(s, k), col(k)   element k of this lane's row slot s, and its column c
 ///
 /// Shared-memory tiles hold 16-bit elements row-major with a pitch of COLS + 8 elements
 /// (smem_pitch()): the 16 extra bytes per row shift consecutive rows across the banks, so the
 /// 16-byte fragment loads of eight consecutive rows hit eight different bank groups. They are
 /// filled by load_tile_async(), 16 bytes per copy (NVIDIA: `cp.async`, which bypasses the
 /// registers and lets the loads run under the arithmetic; AMD: a register round trip).
+///
+/// Each part of the tile headers is marked with the step that introduces it: a line
+/// `// [introduced:04a]` and a few words, up to the next such line (lines before the first
+/// marker belong to every step). The book shows each step the diff of what it introduces
+/// (tools/book/tile_views.py), and a test checks that no step uses a word introduced after it.
 ///
 /// Sources: the tensor-core formulation of FlashAttention-2 (Dao 2023, section 3.3: P stays
 /// in registers as the A operand of the second GEMM); NVIDIA PTX ISA, "Warp-level matrix
@@ -40,6 +48,7 @@
 
 namespace flashsteps::tile {
 
+// [introduced:04a] the row pitch, 16-byte chunks
 /// Row pitch, in elements, of a shared-memory tile with @p cols columns (16 bytes of padding).
 constexpr int smem_pitch(int cols) { return cols + 8; }
 
@@ -57,6 +66,7 @@ inline constexpr int kChunk = 8;
 
 namespace flashsteps::tile {
 
+// [introduced:04] asynchronous tile copies
 /// Copies a ROWS x COLS tile of 16-bit elements from global memory (rows @p row_stride
 /// elements apart, 16-byte aligned) to shared memory (pitch @p pitch), 16 bytes per copy, with
 /// THREADS threads. Rows at or past @p valid_rows and columns at or past @p valid_cols (a
@@ -97,6 +107,7 @@ __device__ __forceinline__ void load_tile_async(T* smem, int pitch, const T* gme
   }
 }
 
+// [introduced:04b] tile stores
 /// Copies a ROWS x COLS tile of 16-bit elements from shared memory (pitch @p pitch) to global
 /// memory (rows @p row_stride elements apart, 16-byte aligned), 16 bytes per store, by the
 /// THREADS threads numbered @p thread (0 .. THREADS - 1). Rows at or past @p valid_rows and
@@ -114,6 +125,7 @@ __device__ __forceinline__ void store_tile(T* gmem, std::int64_t row_stride, std
   }
 }
 
+// [introduced:04a] row statistics
 /// m[s] = max(m[s], largest element of row slot s), over every lane of the row.
 template <int ROWS, int COLS>
 __device__ __forceinline__ void row_max(const Acc<ROWS, COLS>& s, float (&m)[Acc<ROWS, COLS>::kSlots]) {
@@ -131,6 +143,7 @@ __device__ __forceinline__ void row_sum(const Acc<ROWS, COLS>& s, float (&l)[Acc
   s.for_each([&](int slot, int, int, float x) { l[slot] += x; });
 }
 
+// [introduced:04] exponentials of a whole tile
 /// x = exp2((x - m[s]) * scale) for every element of row slot s (FADD, FMUL and one exp2).
 /// The subtraction comes first, on purpose. The shorter exp2(x * scale - m * scale) (one FFMA)
 /// subtracts m * scale rounded to float32, which is off by up to half an ulp of itself: at a
@@ -141,6 +154,7 @@ __device__ __forceinline__ void exp2_rows(Acc<ROWS, COLS>& s, const float (&m)[A
   s.for_each([&](int slot, int, int, float& x) { x = exp2_approx((x - m[slot]) * scale); });
 }
 
+// [introduced:04a] rescaling; the end of the namespace
 /// x *= alpha[s] for every element of row slot s.
 template <int ROWS, int COLS>
 __device__ __forceinline__ void mul_row(Acc<ROWS, COLS>& o, const float (&alpha)[Acc<ROWS, COLS>::kSlots]) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /// @file tile_cuda.h
 /// @brief NVIDIA implementation of the tile vocabulary (see tile.h): warp-wide
-/// `mma.sync.aligned.m16n8k16` (fp16/bf16 in, fp32 accumulate), `ldmatrix` fragment loads
-/// and `cp.async` copies. Needs sm_80 or newer. Included by tile.h only.
+/// `mma.sync.aligned.m16n8k16` (fp16/bf16 in, fp32 accumulate), fed by plain shared-memory
+/// loads (step 04a) or by `ldmatrix` (step 04b on), and `cp.async` copies (step 04 on).
+/// Needs sm_80 or newer. Included by tile.h only; tile.h explains the `[introduced:NN]` markers.
 ///
 /// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), lane = 4 g + t:
 ///  - A (16 x 16, row-major): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1],
@@ -20,6 +21,7 @@
 
 namespace flashsteps::tile {
 
+// [introduced:04a] the accumulator, row reductions
 /// Rows of one matrix-instruction tile; WARP_M is a multiple of it.
 inline constexpr int kAtomM = 16;
 /// Columns of one accumulator atom (mma n8); tile widths are multiples of 16.
@@ -38,6 +40,15 @@ struct Acc {
 
   /// Row (within the accumulator) of this lane's slot @p s.
   __device__ __forceinline__ static int slot_row(int s) { return 16 * (s / 2) + (threadIdx.x % 32) / 4 + 8 * (s % 2); }
+  /// Elements of one row slot that this lane holds: two columns of every n8 atom.
+  static constexpr int kRowElems = 2 * kColTiles;
+  /// Element @p k (0 .. kRowElems - 1) of this lane's row slot @p s: c[2 (s % 2) + k % 2] of
+  /// atom (s / 2, k / 2), the same element for_each() passes with slot s and column col(k).
+  __device__ __forceinline__ float& at(int s, int k) { return x[s / 2][k / 2][2 * (s % 2) + k % 2]; }
+  /// As at(), read-only.
+  __device__ __forceinline__ float at(int s, int k) const { return x[s / 2][k / 2][2 * (s % 2) + k % 2]; }
+  /// Column (within the accumulator) of element @p k of a row slot of this lane.
+  __device__ __forceinline__ static int col(int k) { return 8 * (k / 2) + 2 * (threadIdx.x % 4) + k % 2; }
   /// Sets every element to 0.
   __device__ __forceinline__ void zero() {
 #pragma unroll
@@ -82,6 +93,7 @@ __device__ __forceinline__ float row_allreduce_sum(float v) {
   return v + vendor::shfl_xor(v, 2);
 }
 
+// [introduced:04] one-instruction exp2, warp vote
 /// 2^x in one instruction (`ex2.approx.ftz.f32`: MUFU.EX2, relative error ~2^-22, subnormal
 /// results flushed to zero). exp2f() adds range checks around it for subnormals, three more
 /// instructions per score that a probability rounded to 16 bits never needs.
@@ -94,11 +106,13 @@ __device__ __forceinline__ float exp2_approx(float x) {
 /// True on every lane when @p p is true on any lane of the warp.
 __device__ __forceinline__ bool warp_any(bool p) { return __any_sync(0xffffffffu, p); }
 
+// [introduced:04b] shared-space addresses
 /// Shared-memory address of @p p for the PTX shared state space.
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// [introduced:04] cp.async
 /// 16 bytes global -> shared, asynchronously (`cp.async.cg`, bypassing L1 and the registers);
 /// writes zeros instead when @p in_bounds is false (source size 0: nothing is read).
 template <typename T>
@@ -115,6 +129,7 @@ __device__ __forceinline__ void wait_pending() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+// [introduced:04b] ldmatrix
 /// Four 8x8 matrices of 16-bit elements from shared memory; lane l gives the (shared-space)
 /// address of
 /// row l % 8 of matrix l / 8, and receives (row l / 4, columns 2 (l % 4), +1) of each.
@@ -130,6 +145,7 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::ui
                : "r"(row));
 }
 
+// [introduced:04a] mma.sync, operands by plain loads
 /// c += a b for one m16n8k16 atom; T (vendor::half_t or vendor::bf16_t) picks the instruction.
 template <typename T>
 __device__ __forceinline__ void mma_16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
@@ -145,6 +161,81 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const std::uint32_t (&a
   }
 }
 
+/// Two adjacent 16-bit elements of shared memory as one register, @p p[0] in the low half
+/// (one 4-byte load, LDS.32).
+template <typename T>
+__device__ __forceinline__ std::uint32_t load2(const T* p) {
+  return *reinterpret_cast<const std::uint32_t*>(p);
+}
+
+/// Two 16-bit elements @p pitch apart (a column of a row-major tile) as one register, @p p[0]
+/// in the low half (two 2-byte loads).
+template <typename T>
+__device__ __forceinline__ std::uint32_t load2_column(const T* p, int pitch) {
+  const unsigned short* b = reinterpret_cast<const unsigned short*>(p);
+  return static_cast<std::uint32_t>(b[0]) | static_cast<std::uint32_t>(b[pitch]) << 16;
+}
+
+/// The A fragment of one m16n8k16 atom from the 16 x 16 block at @p sA of a row-major tile:
+/// a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1], a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9].
+template <typename T>
+__device__ __forceinline__ void load_a_plain(std::uint32_t (&a)[4], const T* sA, int pitch) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  a[0] = load2(sA + g * pitch + 2 * t);
+  a[1] = load2(sA + (g + 8) * pitch + 2 * t);
+  a[2] = load2(sA + g * pitch + 2 * t + 8);
+  a[3] = load2(sA + (g + 8) * pitch + 2 * t + 8);
+}
+
+/// S = A B^T for one warp, every operand register read by a plain shared-memory load: A is the
+/// warp's ROWS x D rows at @p sA, B the COLS x D rows at @p sB (both with pitch
+/// smem_pitch(D)). B^T's fragment of atom j is b0 = B[8j + g][2t, 2t+1], b1 = B[8j + g][2t+8, 2t+9]:
+/// a row of B, so 4-byte loads serve it as they serve A. Per 16 columns of D and 16 rows of A:
+/// 4 loads for A, then 2 loads and 1 mma per n8 atom.
+template <int D, typename T, int ROWS, int COLS>
+__device__ __forceinline__ void mma_ABt_plain(Acc<ROWS, COLS>& s, const T* sA, const T* sB) {
+  constexpr int pitch = smem_pitch(D);
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  s.zero();
+#pragma unroll
+  for (int k = 0; k < D; k += 16) {
+    std::uint32_t a[Acc<ROWS, COLS>::kRowTiles][4];
+#pragma unroll
+    for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i) load_a_plain(a[i], sA + 16 * i * pitch + k, pitch);
+#pragma unroll
+    for (int j = 0; j < Acc<ROWS, COLS>::kColTiles; ++j) {
+      const T* b_row = sB + (8 * j + g) * pitch + k + 2 * t;
+      const std::uint32_t b0 = load2(b_row), b1 = load2(b_row + 8);
+#pragma unroll
+      for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i) mma_16816<T>(s.x[i][j], a[i], b0, b1);
+    }
+  }
+}
+
+/// O += P V for one warp, by plain shared-memory loads: P is the warp's ROWS x KEYS rows at
+/// @p sP (16-bit, pitch smem_pitch(KEYS)), V the KEYS x D rows at @p sV (pitch smem_pitch(D)).
+/// V's fragment of output atom j is b0 = V[2t, 2t+1][8j + g], b1 = V[2t+8, 2t+9][8j + g]: two
+/// elements of a column, so each register takes two 2-byte loads.
+template <int D, int KEYS, typename T, int ROWS>
+__device__ __forceinline__ void mma_AB_plain(Acc<ROWS, D>& o, const T* sP, const T* sV) {
+  constexpr int pitch = smem_pitch(D), p_pitch = smem_pitch(KEYS);
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int kk = 0; kk < KEYS; kk += 16) {
+    std::uint32_t a[Acc<ROWS, D>::kRowTiles][4];
+#pragma unroll
+    for (int i = 0; i < Acc<ROWS, D>::kRowTiles; ++i) load_a_plain(a[i], sP + 16 * i * p_pitch + kk, p_pitch);
+#pragma unroll
+    for (int j = 0; j < Acc<ROWS, D>::kColTiles; ++j) {
+      const T* v_col = sV + (kk + 2 * t) * pitch + 8 * j + g;
+      const std::uint32_t b0 = load2_column(v_col, pitch), b1 = load2_column(v_col + 8 * pitch, pitch);
+#pragma unroll
+      for (int i = 0; i < Acc<ROWS, D>::kRowTiles; ++i) mma_16816<T>(o.x[i][j], a[i], b0, b1);
+    }
+  }
+}
+
+// [introduced:04b] P in registers, fragments by ldmatrix
 /// Two floats rounded to T (nearest even) and packed into one register, @p lo in the low half.
 template <typename T>
 __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
@@ -217,4 +308,5 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
   }
 }
 
+// [introduced:04a] the end of the namespace
 }  // namespace flashsteps::tile

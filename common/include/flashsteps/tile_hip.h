@@ -2,7 +2,7 @@
 /// @file tile_hip.h
 /// @brief AMD implementation of the tile vocabulary (see tile.h): wave64
 /// `v_mfma_f32_16x16x16f16` / `v_mfma_f32_16x16x16bf16_1k` (gfx90a, gfx940 and later CDNA).
-/// Included by tile.h only.
+/// Included by tile.h only; tile.h explains the `[introduced:NN]` markers.
 ///
 /// Operand layouts of the 16x16x16 MFMA (CDNA3 ISA, section 7.1), lane = 16 q + r
 /// (r = 0..15, q = 0..3), four 16-bit values per operand register pair:
@@ -23,6 +23,7 @@
 
 namespace flashsteps::tile {
 
+// [introduced:04a] the accumulator, row reductions
 /// Rows of one matrix-instruction tile; WARP_M is a multiple of it.
 inline constexpr int kAtomM = 16;
 /// Columns of one accumulator atom (16x16 MFMA).
@@ -46,6 +47,15 @@ struct Acc {
 
   /// Row (within the accumulator) of this lane's slot @p s.
   __device__ __forceinline__ static int slot_row(int s) { return 16 * s + threadIdx.x % 16; }
+  /// Elements of one row slot that this lane holds: four columns of every 16x16 atom.
+  static constexpr int kRowElems = 4 * kColTiles;
+  /// Element @p k (0 .. kRowElems - 1) of this lane's row slot @p s: element k % 4 of atom
+  /// (s, k / 4), the same element for_each() passes with slot s and column col(k).
+  __device__ __forceinline__ float& at(int s, int k) { return x[s][k / 4][k % 4]; }
+  /// As at(), read-only.
+  __device__ __forceinline__ float at(int s, int k) const { return x[s][k / 4][k % 4]; }
+  /// Column (within the accumulator) of element @p k of a row slot of this lane.
+  __device__ __forceinline__ static int col(int k) { return 16 * (k / 4) + 4 * ((threadIdx.x % 64) / 16) + k % 4; }
   /// Sets every element to 0.
   __device__ __forceinline__ void zero() {
 #pragma unroll
@@ -90,6 +100,7 @@ __device__ __forceinline__ float row_allreduce_sum(float v) {
   return v + vendor::shfl_xor(v, 32);
 }
 
+// [introduced:04] exp2, wavefront vote, copies
 /// 2^x (v_exp_f32).
 __device__ __forceinline__ float exp2_approx(float x) { return exp2f(x); }
 
@@ -110,6 +121,7 @@ __device__ __forceinline__ void commit() {}
 template <int N>
 __device__ __forceinline__ void wait_pending() {}
 
+// [introduced:04a] operand loads
 /// The MFMA operand type of T: four fp16 or four bf16 (as raw bits).
 template <typename T>
 using operand4 = std::conditional_t<std::is_same_v<T, vendor::bf16_t>, bf16x4, halfx4>;
@@ -135,6 +147,7 @@ __device__ __forceinline__ operand4<T> load4_column(const T* p, int pitch) {
   return v;
 }
 
+// [introduced:04b] P's conversion in registers
 /// float -> bf16 bits, round to nearest even (P is finite, in [0, 1]).
 __device__ __forceinline__ short bf16_bits(float f) {
   const std::uint32_t u = __float_as_uint(f);
@@ -154,6 +167,7 @@ __device__ __forceinline__ operand4<T> convert4(const float (&x)[4]) {
   return v;
 }
 
+// [introduced:04a] MFMA, operands by plain loads
 /// c += a b for one 16x16x16 atom; T picks the instruction.
 template <typename T>
 __device__ __forceinline__ void mfma_16x16x16(float (&c)[4], operand4<T> a, operand4<T> b) {
@@ -165,11 +179,12 @@ __device__ __forceinline__ void mfma_16x16x16(float (&c)[4], operand4<T> a, oper
   c[0] = acc[0], c[1] = acc[1], c[2] = acc[2], c[3] = acc[3];
 }
 
-/// S = A B^T for one wavefront (tiles with pitch smem_pitch(D)), computed as S^T = B A^T: atom (i, j) takes rows 16 j.. of B
-/// (keys) as the MFMA's A operand and rows 16 i.. of A (queries) as its B operand, both read
-/// as 4 consecutive elements per lane.
+/// S = A B^T for one wavefront (tiles with pitch smem_pitch(D)), computed as S^T = B A^T: atom
+/// (i, j) takes rows 16 j.. of B (keys) as the MFMA's A operand and rows 16 i.. of A (queries)
+/// as its B operand, both read as 4 consecutive elements per lane: one plain 8-byte LDS read
+/// per operand register pair.
 template <int D, typename T, int ROWS, int COLS>
-__device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T* sB) {
+__device__ __forceinline__ void mma_ABt_plain(Acc<ROWS, COLS>& s, const T* sA, const T* sB) {
   constexpr int pitch = smem_pitch(D);
   const int lane = threadIdx.x % 64, r = lane % 16, q = lane / 16;
   s.zero();
@@ -185,6 +200,36 @@ __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T
       for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i) mfma_16x16x16<T>(s.x[i][j], b, a[i]);
     }
   }
+}
+
+/// O += P V for one wavefront, computed as O^T += V^T P^T, with P read from shared memory:
+/// the warp's ROWS x KEYS rows at @p sP (16-bit, pitch smem_pitch(KEYS)). P^T's B operand of
+/// atom (kk, i) is row 16 i + r of P at keys 16 kk + 4 q .. + 3 (one 8-byte read); V^T's A
+/// operand is a column of 4 keys per lane (four 2-byte reads).
+template <int D, int KEYS, typename T, int ROWS>
+__device__ __forceinline__ void mma_AB_plain(Acc<ROWS, D>& o, const T* sP, const T* sV) {
+  constexpr int pitch = smem_pitch(D), p_pitch = smem_pitch(KEYS);
+  const int lane = threadIdx.x % 64, r = lane % 16, q = lane / 16;
+#pragma unroll
+  for (int kk = 0; kk < KEYS / 16; ++kk) {
+    operand4<T> pt[Acc<ROWS, D>::kRowTiles];
+#pragma unroll
+    for (int i = 0; i < Acc<ROWS, D>::kRowTiles; ++i) pt[i] = load4(sP + (16 * i + r) * p_pitch + 16 * kk + 4 * q);
+#pragma unroll
+    for (int j = 0; j < D / 16; ++j) {
+      const operand4<T> vt = load4_column(sV + (16 * kk + 4 * q) * pitch + 16 * j + r, pitch);
+#pragma unroll
+      for (int i = 0; i < Acc<ROWS, D>::kRowTiles; ++i) mfma_16x16x16<T>(o.x[i][j], vt, pt[i]);
+    }
+  }
+}
+
+// [introduced:04b] P in registers
+/// S = A B^T for one wavefront. AMD has no ldmatrix: the 8-byte LDS reads of mma_ABt_plain()
+/// already give each lane a whole operand register pair in one instruction, so this is it.
+template <int D, typename T, int ROWS, int COLS>
+__device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T* sB) {
+  mma_ABt_plain<D>(s, sA, sB);
 }
 
 /// O += P V for one wavefront, computed as O^T += V^T P^T: P's accumulator is already the
@@ -207,4 +252,5 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
   }
 }
 
+// [introduced:04a] the end of the namespace
 }  // namespace flashsteps::tile

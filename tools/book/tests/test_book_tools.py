@@ -189,8 +189,8 @@ def _ldmatrix_positions(d: int, swizzle) -> list[tuple[int, bool]]:
     return out
 
 
-def test_step04_exercise_swizzle_rules():
-    """Step 04's exercise 1: c xor (i mod 8) is conflict-free and stays in the row only when
+def test_step04b_exercise_swizzle_rules():
+    """Step 04b's exercise 2: c xor (i mod 8) is conflict-free and stays in the row only when
     a row has a multiple of 8 chunks; at D = 32 it runs off the row, and
     c xor (floor(i / (8 / C)) mod C) works there."""
     plain = lambda c, i, chunks: c ^ (i % 8)                                   # noqa: E731
@@ -200,7 +200,7 @@ def test_step04_exercise_swizzle_rules():
     for d in (32, 96):
         assert not all(inside for _, inside in _ldmatrix_positions(d, plain)), d
     assert all(n == 8 and inside for n, inside in _ldmatrix_positions(32, small))
-    text = (REPO / "book" / "steps" / "04_tensor_cores.md").read_text()
+    text = (REPO / "book" / "steps" / "04b_register_p.md").read_text()
     assert "reaches chunk 7, off the end of the row" in text
 
 

@@ -72,3 +72,22 @@ def test_a_bad_registry_names_the_field(tmp_path, entry, message):
     path = registry(tmp_path, [{"number": "01", "slug": "naive", "base": None}, entry])
     with pytest.raises(reg.RegistryError, match=message):
         reg.discover(repo, path)
+
+
+def test_a_lettered_step_comes_before_the_plain_one(tmp_path):
+    repo = repo_with(tmp_path, ["03_online", "04_tensor", "04a_plain", "04b_registers", "05_causal"])
+    steps = reg.discover(repo)
+    assert [(s.number, s.base) for s in steps] == \
+        [("03", None), ("04a", "03"), ("04b", "04a"), ("04", "04b"), ("05", "04")]
+    assert sorted(["05", "04", "04b", "03", "04a"], key=reg.step_order) == ["03", "04a", "04b", "04", "05"]
+
+
+def test_the_registry_takes_a_lettered_number(tmp_path):
+    repo = repo_with(tmp_path, ["03_online", "04a_plain"])
+    path = registry(tmp_path, [{"number": "03", "slug": "online"},
+                               {"number": "04a", "slug": "plain", "base": "03"}])
+    assert [(s.number, s.base, s.name) for s in reg.discover(repo, path)] == \
+        [("03", None, "03_online"), ("04a", "03", "04a_plain")]
+    bad = registry(tmp_path, [{"number": "04A", "slug": "plain"}])
+    with pytest.raises(reg.RegistryError, match="number"):
+        reg.from_registry(repo, bad)

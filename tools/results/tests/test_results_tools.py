@@ -282,3 +282,27 @@ def test_plot_empty_results_dir(tmp_path):
     proc = run_tool("plot_results.py", tmp_path / "empty", "-o", tmp_path / "fig")
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "fig.svg").read_text().count(">not measured<") == 4   # one row
+
+
+def test_lettered_steps_are_steps_in_reading_order():
+    steps = ["05", "sdpa-flash", "04", "04b", "03", "04a"]
+    assert sorted(steps, key=fr.step_sort_key) == ["03", "04a", "04b", "04", "05", "sdpa-flash"]
+    assert not fr.is_baseline("04a") and fr.is_baseline("sdpa-flash") and fr.is_baseline("4a")
+
+
+def test_previous_step_skips_steps_not_measured(tmp_path):
+    root = copy_results(tmp_path)
+    records = fr.load_results(root)
+    numbered = [s for s, _ in fr.steps_of(records) if not fr.is_baseline(s)]
+    last = numbered[-1]
+    assert results_table.previous_step(records, last) == (numbered[-2] if len(numbered) > 1 else None)
+    # A lettered step between two measured ones: 04 compares with 04b once 04b is measured.
+    gpu_dir = next(p for p in root.iterdir() if p.is_dir())
+    src = next(gpu_dir.glob("step*.json"))
+    doc = json.loads(src.read_text())
+    doc["context"]["flashsteps_step"], doc["context"]["flashsteps_step_name"] = "09b", "lettered"
+    (gpu_dir / "step09b.json").write_text(json.dumps(doc))
+    records = fr.load_results(root)
+    assert results_table.previous_step(records, "10") == "09b"
+    assert results_table.previous_step(records, "09b") == max(
+        (s for s in numbered if fr.step_sort_key(s) < fr.step_sort_key("09b")), key=fr.step_sort_key)

@@ -3,6 +3,7 @@ and on copies of a header with one number changed."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -81,3 +82,24 @@ def test_the_tensor_core_over_fma_ratio_is_read_back(measured):
     text = (REPO / "steps" / "04_tensor_cores" / "step.cu").read_text()
     assert csh.TC_FMA_RE.search(csh.header_text(text)), "step 04 states the ratio, checked"
     assert "~16x the fp32" not in csh.header_text(text)
+
+
+def test_not_measured_yet_passes_until_results_hold_the_step(tmp_path, capsys):
+    """A step not measured yet says '// Not measured yet.' instead of the paragraph: fine
+    while no results file holds the step, a failure once one does."""
+    steps = tmp_path / "steps"
+    shutil.copytree(REPO / "steps" / "04a_mma_plain", steps / "04a_mma_plain")
+    results = tmp_path / "results"
+    gpu = results / "test-gpu"
+    gpu.mkdir(parents=True)
+    src = json.loads((REPO / "results" / "nvidia-h200" / "step04.json").read_text()) \
+        if (REPO / "results" / "nvidia-h200" / "step04.json").is_file() else None
+    if src is None:
+        pytest.skip("results/nvidia-h200/step04.json is not checked in")
+    (gpu / "step04.json").write_text(json.dumps(src))
+    assert csh.main([str(results), str(steps)]) == 0
+    assert "step 04a: not measured yet" in capsys.readouterr().out
+    src["context"]["flashsteps_step"], src["context"]["flashsteps_step_name"] = "04a", "mma_plain"
+    (gpu / "step04a.json").write_text(json.dumps(src))
+    assert csh.main([str(results), str(steps)]) == 1
+    assert "says 'Not measured yet.', but results hold it: " in capsys.readouterr().out
