@@ -171,6 +171,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(Params<T> p) {
       m_i[s] = m_new[s];
       l_i[s] *= alpha[s];
     }
+    // P = exp2((S - m) scale_log2), in place: s_acc now holds P (unnormalised).
+    s_acc.for_each([&](int s, int, int, float& x) { x = exp2f((x - m_use[s]) * p.scale_log2); });
     tile::row_sum(s_acc, l_i);
     tile::mul_row(o_acc, alpha);
     __syncthreads();  // V of the whole tile is in shared memory
