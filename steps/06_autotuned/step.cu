@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "flashsteps/causal_schedule.h"
 #include "flashsteps/dispatch.h"
 #include "flashsteps/params.h"
 #include "flashsteps/step.h"
@@ -126,17 +127,11 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
   // tile is the slow index, counted down, so the first blocks issued are the last query tiles
   // of every head, which see the most keys (longest-processing-time first). Full: the query
   // tile is the fast index, so the blocks running together share one head's K and V in L2.
-  const std::int64_t BH = p.B * p.Hq;
-  std::int64_t bh, m_tile;
-  if (p.mask != Mask::none) {
-    bh = blockIdx.x % BH;
-    m_tile = p.m_tiles - 1 - static_cast<std::int64_t>(blockIdx.x / BH);
-  } else {
-    bh = blockIdx.x / p.m_tiles;
-    m_tile = blockIdx.x % p.m_tiles;
-  }
+  // (schedule::block_tile(), common/include/flashsteps/causal_schedule.h.)
+  const schedule::BlockTile work = schedule::block_tile(blockIdx.x, p.B * p.Hq, p.m_tiles, p.mask != Mask::none);
+  const std::int64_t bh = work.bh;
   const std::int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / (p.Hq / p.Hkv);
-  const std::int64_t m0 = m_tile * BLOCK_M;
+  const std::int64_t m0 = work.m_tile * BLOCK_M;
   // [end:schedule]
   const T* q = p.q + b * p.q_stride[0] + h * p.q_stride[1] + m0 * p.q_stride[2];
   const T* k = p.k + b * p.k_stride[0] + hk * p.k_stride[1];
@@ -145,10 +140,9 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
   // The block's last query row sees the most keys: tiles past its last visible key are hidden
   // from every row of the block and are skipped. Tiles up to the first row's last visible key
   // are visible in full to every row and need no mask.
-  const std::int64_t last_row = (m0 + BLOCK_M < p.Nq ? m0 + BLOCK_M : p.Nq) - 1;
-  const std::int64_t n_tiles = (last_visible_key(p.mask, last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N;
-  const std::int64_t first_row_last_key = last_visible_key(p.mask, m0, p.Nq, p.Nk);
-  const std::int64_t n_full_tiles = (first_row_last_key + 1) / BLOCK_N;  // <= n_tiles
+  // (schedule::kv_tiles(), common/include/flashsteps/causal_schedule.h.)
+  const schedule::KvTiles visit = schedule::kv_tiles(p.mask, m0, BLOCK_M, BLOCK_N, p.Nq, p.Nk);
+  const std::int64_t n_tiles = visit.n_tiles, n_full_tiles = visit.n_full_tiles;  // n_full_tiles <= n_tiles
   // [end:early_exit]
 
   // [start:pipeline]

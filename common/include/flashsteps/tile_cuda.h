@@ -4,7 +4,8 @@
 /// `mma.sync.aligned.m16n8k16` (fp16/bf16 in, fp32 accumulate), `ldmatrix` fragment loads
 /// and `cp.async` copies. Needs sm_80 or newer. Included by tile.h only.
 ///
-/// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), lane = 4 g + t:
+/// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"; the index maps are
+/// fragment_layout.h's, shared with the host test and the book's figure), lane = 4 g + t:
 ///  - A (16 x 16, row-major): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1],
 ///    a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9]  (two 16-bit values per register);
 ///  - B (16 x 8, "col"): b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g];
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "flashsteps/fragment_layout.h"
 #include "flashsteps/vendor.h"
 
 namespace flashsteps::tile {
@@ -37,7 +39,7 @@ struct Acc {
   float x[kRowTiles][kColTiles][4];  ///< c0..c3 of every atom
 
   /// Row (within the accumulator) of this lane's slot @p s.
-  __device__ __forceinline__ static int slot_row(int s) { return 16 * (s / 2) + (threadIdx.x % 32) / 4 + 8 * (s % 2); }
+  __device__ __forceinline__ static int slot_row(int s) { return fragment::mma_c(threadIdx.x % 32, 2 * (s % 2), 16 * (s / 2)).row; }
   /// Sets every element to 0.
   __device__ __forceinline__ void zero() {
 #pragma unroll
@@ -56,7 +58,7 @@ struct Acc {
 #pragma unroll
       for (int j = 0; j < kColTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, 16 * i + lane / 4 + 8 * (e / 2), 8 * j + 2 * (lane % 4) + e % 2, x[i][j][e]);
+        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, fragment::mma_c(lane, e, 16 * i).row, fragment::mma_c(lane, e, 0, 8 * j).col, x[i][j][e]);
   }
   /// As for_each(), read-only.
   template <typename F>
@@ -67,7 +69,7 @@ struct Acc {
 #pragma unroll
       for (int j = 0; j < kColTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, 16 * i + lane / 4 + 8 * (e / 2), 8 * j + 2 * (lane % 4) + e % 2, x[i][j][e]);
+        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, fragment::mma_c(lane, e, 16 * i).row, fragment::mma_c(lane, e, 0, 8 * j).col, x[i][j][e]);
   }
 };
 
@@ -165,8 +167,9 @@ template <int D, typename T, int ROWS, int COLS>
 __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T* sB) {
   constexpr int pitch = smem_pitch(D);
   const int lane = threadIdx.x % 32;
-  const std::uint32_t a_base = smem_addr(sA + (lane % 16) * pitch + 8 * (lane / 16));
-  const std::uint32_t b_base = smem_addr(sB + (8 * (lane / 16) + lane % 8) * pitch + 8 * ((lane / 8) % 2));
+  const fragment::RowCol a_at = fragment::ldmatrix_x4_a_address(lane), b_at = fragment::ldmatrix_x4_b_address(lane);
+  const std::uint32_t a_base = smem_addr(sA + a_at.row * pitch + a_at.col);
+  const std::uint32_t b_base = smem_addr(sB + b_at.row * pitch + b_at.col);
   s.zero();
 #pragma unroll
   for (int k = 0; k < D; k += 16) {
@@ -193,7 +196,8 @@ template <int D, typename T, int ROWS, int KEYS>
 __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p, const T* sV) {
   constexpr int pitch = smem_pitch(D);
   const int lane = threadIdx.x % 32;
-  const std::uint32_t v_base = smem_addr(sV + (8 * ((lane / 8) % 2) + lane % 8) * pitch + 8 * (lane / 16));
+  const fragment::RowCol v_at = fragment::ldmatrix_x4_trans_b_address(lane);
+  const std::uint32_t v_base = smem_addr(sV + v_at.row * pitch + v_at.col);
 #pragma unroll
   for (int kk = 0; kk < KEYS / 16; ++kk) {
     std::uint32_t a[Acc<ROWS, KEYS>::kRowTiles][4];

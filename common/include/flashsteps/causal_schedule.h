@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+/// @file causal_schedule.h
+/// @brief Step 05's two tile maps, in plain C++ (host and device, no runtime headers), so the
+/// kernels (steps 05 and 06) and the book's figure of the causal tile map
+/// (steps/05_causal/book_figures.py) run one definition:
+///
+///  - block_tile(): which (batch, head) and query tile block @p block computes. Causal: the
+///    query tile is the slow index, counted down (longest-processing-time first: the heaviest
+///    tiles are issued in the first wave); full: the query tile is the fast index (the blocks
+///    running together share one head's K and V in L2).
+///  - kv_tiles(): which KV tiles a query tile visits: tiles 0 .. n_full_tiles - 1 are visible in
+///    full to every row of the tile (no mask), tiles n_full_tiles .. n_tiles - 1 cross the
+///    diagonal or the ragged end of K (masked), the rest are hidden from every row (skipped).
+#pragma once
+
+#include <cstdint>
+
+#include "flashsteps/attention.h"  // Mask, last_visible_key()
+
+#include "flashsteps/host_device.h"
+
+namespace flashsteps::schedule {
+
+/// The work of one block: a (batch, head) pair and a query tile.
+struct BlockTile {
+  std::int64_t bh;      ///< b Hq + h
+  std::int64_t m_tile;  ///< query tile: rows m_tile BLOCK_M .. + BLOCK_M - 1
+};
+
+// [start:block_tile]
+/// The (batch, head) and query tile of block @p block (blockIdx.x) of a grid of @p bh_count
+/// (B Hq) times @p m_tiles blocks. Causal: blocks 0 .. BH - 1 take the last query tile of every
+/// head, the next BH the one before it, and so on (heaviest first). Full: head by head, query
+/// tiles in increasing order (32-bit arithmetic: the grid has fewer than 2^32 blocks).
+FLASHSTEPS_HD_INLINE constexpr BlockTile block_tile(std::uint32_t block, std::int64_t bh_count, int m_tiles,
+                                                      bool causal) {
+  if (causal) return {block % bh_count, m_tiles - 1 - static_cast<std::int64_t>(block / bh_count)};
+  return {block / m_tiles, block % m_tiles};
+}
+// [end:block_tile]
+
+/// The KV tiles one query tile visits.
+struct KvTiles {
+  std::int64_t n_tiles;       ///< tiles 0 .. n_tiles - 1 are visited; the rest are skipped
+  std::int64_t n_full_tiles;  ///< the first n_full_tiles (<= n_tiles) need no mask
+};
+
+// [start:kv_tiles]
+/// The KV tiles (of @p block_n keys) that the query tile starting at row @p m0 (of
+/// @p block_m rows) visits. The block's last query row sees the most keys: tiles past its
+/// last visible key are hidden from every row of the block and are skipped. Tiles up to the
+/// first row's last visible key are visible in full to every row and need no mask.
+FLASHSTEPS_HD_INLINE constexpr KvTiles kv_tiles(Mask mask, std::int64_t m0, int block_m, int block_n,
+                                                  std::int64_t seqlen_q, std::int64_t seqlen_k) {
+  const std::int64_t last_row = (m0 + block_m < seqlen_q ? m0 + block_m : seqlen_q) - 1;
+  const std::int64_t n_tiles = (last_visible_key(mask, last_row, seqlen_q, seqlen_k) + block_n) / block_n;
+  const std::int64_t first_row_last_key = last_visible_key(mask, m0, seqlen_q, seqlen_k);
+  return {n_tiles, (first_row_last_key + 1) / block_n};
+}
+// [end:kv_tiles]
+
+}  // namespace flashsteps::schedule
