@@ -8,9 +8,12 @@
 #if defined(__HIP__)
 // clang's HIP: the __host__ / __device__ macros come from the HIP headers, which may not be
 // included yet; the attributes they stand for are always known.
+/// Callable from host and device code, always inlined.
 #define FLASHSTEPS_HD_INLINE __attribute__((host, device, always_inline)) inline
 #elif defined(__CUDACC__)
+/// Callable from host and device code, always inlined.
 #define FLASHSTEPS_HD_INLINE __host__ __device__ __forceinline__
 #else
+/// Plain C++ (host tests, the book's figures): an inline function.
 #define FLASHSTEPS_HD_INLINE inline
 #endif
