@@ -10,6 +10,8 @@
 //   - blocks are issued heaviest first for causal masks (longest-processing-time order): the
 //     query tiles with the most visible keys start in the first wave, so the grid does not
 //     end with a few long blocks running alone on an otherwise idle GPU
+//   - the block order and the KV tiles a block visits are two small functions in plain C++
+//     (common/include/flashsteps/causal_schedule.h), so the book draws its figures with them
 // Why it is faster: a causal problem has about half the visible pairs of a full one; step 04
 // computed all of them and masked half away, this step computes only the visible half (plus
 // the diagonal tiles), so causal runs approach twice the speed of step 04 at equal TFLOP/s.
