@@ -106,7 +106,7 @@ TEST(FragmentLayout, LdmatrixOfTheAddressMapGivesTheAFragment) {
   for (int lane = 0; lane < 32; ++lane)
     for (int m = 0; m < 4; ++m)
       for (int h = 0; h < 2; ++h) {
-        const RowCol got = ldmatrix_source(fragment::ldmatrix_x4_a_address<int>, lane, m, h, false);
+        const RowCol got = ldmatrix_source(fragment::ldmatrix_x4_a_address, lane, m, h, false);
         const RowCol want = fragment::mma_a(lane, 2 * m + h);
         EXPECT_TRUE(same(got, want)) << "lane " << lane << " reg " << m << " half " << h;
       }
@@ -117,7 +117,7 @@ TEST(FragmentLayout, LdmatrixOfTheAddressMapGivesTheBFragmentOfK) {
   for (int lane = 0; lane < 32; ++lane)
     for (int m = 0; m < 4; ++m)
       for (int h = 0; h < 2; ++h) {
-        const RowCol got = ldmatrix_source(fragment::ldmatrix_x4_b_address<int>, lane, m, h, false);  // (n, k)
+        const RowCol got = ldmatrix_source(fragment::ldmatrix_x4_b_address, lane, m, h, false);  // (n, k)
         const RowCol b = fragment::mma_b(lane, 2 * (m % 2) + h);                                  // (k, n)
         EXPECT_EQ(got.row, b.col + 8 * (m / 2)) << "lane " << lane << " reg " << m;
         EXPECT_EQ(got.col, b.row) << "lane " << lane << " reg " << m;
@@ -129,7 +129,7 @@ TEST(FragmentLayout, LdmatrixTransOfTheAddressMapGivesTheBFragmentOfV) {
   for (int lane = 0; lane < 32; ++lane)
     for (int m = 0; m < 4; ++m)
       for (int h = 0; h < 2; ++h) {
-        const RowCol got = ldmatrix_source(fragment::ldmatrix_x4_trans_b_address<int>, lane, m, h, true);  // (k, n)
+        const RowCol got = ldmatrix_source(fragment::ldmatrix_x4_trans_b_address, lane, m, h, true);  // (k, n)
         const RowCol b = fragment::mma_b(lane, 2 * (m % 2) + h);
         EXPECT_EQ(got.row, b.row) << "lane " << lane << " reg " << m;
         EXPECT_EQ(got.col, b.col + 8 * (m / 2)) << "lane " << lane << " reg " << m;
@@ -159,12 +159,16 @@ TEST(FragmentLayout, MfmaFollowsTheCdnaLayouts) {
   EXPECT_TRUE(same(fragment::mfma_d(37, 3), {11, 5}));
 }
 
-TEST(FragmentLayout, UnsignedLanesGiveTheSamePositions) {
-  // slot_row() passes threadIdx.x % 32 (unsigned) and keeps its unsigned arithmetic.
-  for (unsigned lane = 0; lane < 64; ++lane)
+TEST(FragmentLayout, TheKernelsMacrosWithAnAtomOffsetAreTheMapsMovedByIt) {
+  // tile_cuda.h / tile_hip.h call the macros with the atom's first row or column (16 i, 8 j)
+  // and, for slot_row(), with threadIdx.x % 32 or threadIdx.x itself (unsigned).
+  for (unsigned tid = 0; tid < 256; ++tid)
     for (int e = 0; e < 4; ++e) {
-      EXPECT_EQ(static_cast<int>(fragment::mma_c(lane % 32, e).row), fragment::mma_c(static_cast<int>(lane % 32), e).row);
-      EXPECT_EQ(static_cast<int>(fragment::mfma_d(lane, e).col), fragment::mfma_d(static_cast<int>(lane), e).col);
+      const int lane32 = static_cast<int>(tid % 32), lane64 = static_cast<int>(tid % 64);
+      EXPECT_EQ(static_cast<int>(FLASHSTEPS_MMA_C_ROW(16 * 3, tid % 32, e / 2)), 48 + fragment::mma_c(lane32, e).row);
+      EXPECT_EQ(FLASHSTEPS_MMA_C_COL(8 * 5, lane32, e % 2), 40 + fragment::mma_c(lane32, e).col);
+      EXPECT_EQ(static_cast<int>(FLASHSTEPS_MFMA_D_COL(16 * 2, tid)), 32 + fragment::mfma_d(lane64, e).col);
+      EXPECT_EQ(FLASHSTEPS_MFMA_D_ROW(16 * 7, lane64, e), 112 + fragment::mfma_d(lane64, e).row);
     }
 }
 

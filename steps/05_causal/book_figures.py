@@ -33,24 +33,32 @@ DUMP = r"""
 #include <cstdio>
 #include "flashsteps/causal_schedule.h"
 using namespace flashsteps;
+// The fields of Params that block_tile() and kv_tiles() read.
+struct Problem {
+  std::int64_t B, Hq, Nq, Nk;
+  int m_tiles;
+  Mask mask;
+};
 int main() {
-  // {"tiles": [[n_tiles, n_full_tiles] per query tile], "order": [[bh, m_tile] per block]}
-  // for both orders: "lpt" (causal) and "head_by_head" (full).
-  const std::int64_t B = @B@, Hq = @HQ@, N = @N@;
-  const int block_m = @BLOCK_M@, block_n = @BLOCK_N@;
-  const int m_tiles = static_cast<int>((N + block_m - 1) / block_m);
-  std::printf("{\"m_tiles\": %d, \"tiles\": [", m_tiles);
-  for (int t = 0; t < m_tiles; ++t) {
-    const schedule::KvTiles v = schedule::kv_tiles(Mask::causal_bottom_right, std::int64_t{t} * block_m, block_m,
-                                                   block_n, N, N);
+  // {"m_tiles": T, "tiles": [[n_tiles, n_full_tiles] per query tile],
+  //  "lpt" / "head_by_head": [[bh, m_tile] per block] (causal / full order)}
+  constexpr int block_m = @BLOCK_M@, block_n = @BLOCK_N@;
+  const std::int64_t N = @N@;
+  const Problem causal{@B@, @HQ@, N, N, static_cast<int>((N + block_m - 1) / block_m), Mask::causal_bottom_right};
+  Problem full = causal;
+  full.mask = Mask::none;
+  std::printf("{\"m_tiles\": %d, \"tiles\": [", causal.m_tiles);
+  for (int t = 0; t < causal.m_tiles; ++t) {
+    const schedule::KvTiles v = schedule::kv_tiles<block_m, block_n>(causal, std::int64_t{t} * block_m);
     std::printf("%s[%lld, %lld]", t ? ", " : "", static_cast<long long>(v.n_tiles),
                 static_cast<long long>(v.n_full_tiles));
   }
+  const Problem* problems[2] = {&causal, &full};
   const char* names[2] = {"lpt", "head_by_head"};
   for (int o = 0; o < 2; ++o) {
     std::printf("], \"%s\": [", names[o]);
-    for (std::int64_t blk = 0; blk < B * Hq * m_tiles; ++blk) {
-      const schedule::BlockTile w = schedule::block_tile(static_cast<std::uint32_t>(blk), B * Hq, m_tiles, o == 0);
+    for (std::int64_t blk = 0; blk < causal.B * causal.Hq * causal.m_tiles; ++blk) {
+      const schedule::BlockTile w = schedule::block_tile(*problems[o], static_cast<std::uint32_t>(blk));
       std::printf("%s[%lld, %lld]", blk ? ", " : "", static_cast<long long>(w.bh), static_cast<long long>(w.m_tile));
     }
   }

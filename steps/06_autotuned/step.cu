@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
   // of every head, which see the most keys (longest-processing-time first). Full: the query
   // tile is the fast index, so the blocks running together share one head's K and V in L2.
   // (schedule::block_tile(), common/include/flashsteps/causal_schedule.h.)
-  const schedule::BlockTile work = schedule::block_tile(blockIdx.x, p.B * p.Hq, p.m_tiles, p.mask != Mask::none);
+  const schedule::BlockTile work = schedule::block_tile(p, blockIdx.x);
   const std::int64_t bh = work.bh;
   const std::int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / (p.Hq / p.Hkv);
   const std::int64_t m0 = work.m_tile * BLOCK_M;
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
   // from every row of the block and are skipped. Tiles up to the first row's last visible key
   // are visible in full to every row and need no mask.
   // (schedule::kv_tiles(), common/include/flashsteps/causal_schedule.h.)
-  const schedule::KvTiles visit = schedule::kv_tiles(p.mask, m0, BLOCK_M, BLOCK_N, p.Nq, p.Nk);
+  const schedule::KvTiles visit = schedule::kv_tiles<BLOCK_M, BLOCK_N>(p, m0);
   const std::int64_t n_tiles = visit.n_tiles, n_full_tiles = visit.n_full_tiles;  // n_full_tiles <= n_tiles
   // [end:early_exit]
 

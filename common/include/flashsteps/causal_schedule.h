@@ -11,12 +11,15 @@
 ///  - kv_tiles(): which KV tiles a query tile visits: tiles 0 .. n_full_tiles - 1 are visible in
 ///    full to every row of the tile (no mask), tiles n_full_tiles .. n_tiles - 1 cross the
 ///    diagonal or the ragged end of K (masked), the rest are hidden from every row (skipped).
+///
+/// Both take the problem as the kernel's Params (any type with the fields they read), and read
+/// those fields where the kernel's inline code did, so the kernels' instructions stay the same
+/// (per kernel the same SASS instruction count; the same gfx ISA).
 #pragma once
 
 #include <cstdint>
 
 #include "flashsteps/attention.h"  // Mask, last_visible_key()
-
 #include "flashsteps/host_device.h"
 
 namespace flashsteps::schedule {
@@ -28,14 +31,16 @@ struct BlockTile {
 };
 
 // [start:block_tile]
-/// The (batch, head) and query tile of block @p block (blockIdx.x) of a grid of @p bh_count
-/// (B Hq) times @p m_tiles blocks. Causal: blocks 0 .. BH - 1 take the last query tile of every
-/// head, the next BH the one before it, and so on (heaviest first). Full: head by head, query
-/// tiles in increasing order (32-bit arithmetic: the grid has fewer than 2^32 blocks).
-FLASHSTEPS_HD_INLINE constexpr BlockTile block_tile(std::uint32_t block, std::int64_t bh_count, int m_tiles,
-                                                      bool causal) {
-  if (causal) return {block % bh_count, m_tiles - 1 - static_cast<std::int64_t>(block / bh_count)};
-  return {block / m_tiles, block % m_tiles};
+/// The (batch, head) and query tile of block @p block (blockIdx.x) of a grid of B Hq m_tiles
+/// blocks, for a problem @p p with fields B, Hq, m_tiles and mask (the kernels pass their
+/// Params). Causal: blocks 0 .. BH - 1 take the last query tile of every head, the next BH
+/// the one before it, and so on (heaviest first). Full: head by head, query tiles in
+/// increasing order (32-bit arithmetic: the grid has fewer than 2^32 blocks).
+template <class Problem>
+FLASHSTEPS_HD_INLINE constexpr BlockTile block_tile(const Problem& p, std::uint32_t block) {
+  const std::int64_t BH = p.B * p.Hq;
+  if (p.mask != Mask::none) return {block % BH, p.m_tiles - 1 - static_cast<std::int64_t>(block / BH)};
+  return {block / p.m_tiles, block % p.m_tiles};
 }
 // [end:block_tile]
 
@@ -46,16 +51,17 @@ struct KvTiles {
 };
 
 // [start:kv_tiles]
-/// The KV tiles (of @p block_n keys) that the query tile starting at row @p m0 (of
-/// @p block_m rows) visits. The block's last query row sees the most keys: tiles past its
-/// last visible key are hidden from every row of the block and are skipped. Tiles up to the
-/// first row's last visible key are visible in full to every row and need no mask.
-FLASHSTEPS_HD_INLINE constexpr KvTiles kv_tiles(Mask mask, std::int64_t m0, int block_m, int block_n,
-                                                  std::int64_t seqlen_q, std::int64_t seqlen_k) {
-  const std::int64_t last_row = (m0 + block_m < seqlen_q ? m0 + block_m : seqlen_q) - 1;
-  const std::int64_t n_tiles = (last_visible_key(mask, last_row, seqlen_q, seqlen_k) + block_n) / block_n;
-  const std::int64_t first_row_last_key = last_visible_key(mask, m0, seqlen_q, seqlen_k);
-  return {n_tiles, (first_row_last_key + 1) / block_n};
+/// The KV tiles (of BLOCK_N keys) that the query tile starting at row @p m0 (of BLOCK_M rows)
+/// visits, for a problem @p p with fields mask, Nq and Nk. The block's last query row sees the
+/// most keys: tiles past its last visible key are hidden from every row of the block and are
+/// skipped. Tiles up to the first row's last visible key are visible in full to every row and
+/// need no mask.
+template <int BLOCK_M, int BLOCK_N, class Problem>
+FLASHSTEPS_HD_INLINE constexpr KvTiles kv_tiles(const Problem& p, std::int64_t m0) {
+  const std::int64_t last_row = (m0 + BLOCK_M < p.Nq ? m0 + BLOCK_M : p.Nq) - 1;
+  const std::int64_t n_tiles = (last_visible_key(p.mask, last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N;
+  const std::int64_t first_row_last_key = last_visible_key(p.mask, m0, p.Nq, p.Nk);
+  return {n_tiles, (first_row_last_key + 1) / BLOCK_N};
 }
 // [end:kv_tiles]
 

@@ -39,7 +39,7 @@ struct Acc {
   float x[kRowTiles][kColTiles][4];  ///< c0..c3 of every atom
 
   /// Row (within the accumulator) of this lane's slot @p s.
-  __device__ __forceinline__ static int slot_row(int s) { return fragment::mma_c(threadIdx.x % 32, 2 * (s % 2), 16 * (s / 2)).row; }
+  __device__ __forceinline__ static int slot_row(int s) { return FLASHSTEPS_MMA_C_ROW(16 * (s / 2), threadIdx.x % 32, s % 2); }
   /// Sets every element to 0.
   __device__ __forceinline__ void zero() {
 #pragma unroll
@@ -58,7 +58,7 @@ struct Acc {
 #pragma unroll
       for (int j = 0; j < kColTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, fragment::mma_c(lane, e, 16 * i).row, fragment::mma_c(lane, e, 0, 8 * j).col, x[i][j][e]);
+        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, FLASHSTEPS_MMA_C_ROW(16 * i, lane, e / 2), FLASHSTEPS_MMA_C_COL(8 * j, lane, e % 2), x[i][j][e]);
   }
   /// As for_each(), read-only.
   template <typename F>
@@ -69,7 +69,7 @@ struct Acc {
 #pragma unroll
       for (int j = 0; j < kColTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, fragment::mma_c(lane, e, 16 * i).row, fragment::mma_c(lane, e, 0, 8 * j).col, x[i][j][e]);
+        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, FLASHSTEPS_MMA_C_ROW(16 * i, lane, e / 2), FLASHSTEPS_MMA_C_COL(8 * j, lane, e % 2), x[i][j][e]);
   }
 };
 
@@ -167,9 +167,8 @@ template <int D, typename T, int ROWS, int COLS>
 __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T* sB) {
   constexpr int pitch = smem_pitch(D);
   const int lane = threadIdx.x % 32;
-  const fragment::RowCol a_at = fragment::ldmatrix_x4_a_address(lane), b_at = fragment::ldmatrix_x4_b_address(lane);
-  const std::uint32_t a_base = smem_addr(sA + a_at.row * pitch + a_at.col);
-  const std::uint32_t b_base = smem_addr(sB + b_at.row * pitch + b_at.col);
+  const std::uint32_t a_base = smem_addr(sA + FLASHSTEPS_LDMATRIX_A_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_A_COL(lane));
+  const std::uint32_t b_base = smem_addr(sB + FLASHSTEPS_LDMATRIX_B_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_B_COL(lane));
   s.zero();
 #pragma unroll
   for (int k = 0; k < D; k += 16) {
@@ -196,8 +195,8 @@ template <int D, typename T, int ROWS, int KEYS>
 __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p, const T* sV) {
   constexpr int pitch = smem_pitch(D);
   const int lane = threadIdx.x % 32;
-  const fragment::RowCol v_at = fragment::ldmatrix_x4_trans_b_address(lane);
-  const std::uint32_t v_base = smem_addr(sV + v_at.row * pitch + v_at.col);
+  const std::uint32_t v_base =
+      smem_addr(sV + FLASHSTEPS_LDMATRIX_TRANS_B_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_TRANS_B_COL(lane));
 #pragma unroll
   for (int kk = 0; kk < KEYS / 16; ++kk) {
     std::uint32_t a[Acc<ROWS, KEYS>::kRowTiles][4];

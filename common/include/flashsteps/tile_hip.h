@@ -5,7 +5,7 @@
 /// Included by tile.h only.
 ///
 /// Operand layouts of the 16x16x16 MFMA (CDNA3 ISA, section 7.1; the index maps are
-/// fragment_layout.h's mfma_a/b/d, shared with the host test and the book's figure), lane = 16 q + r
+/// fragment_layout.h's, shared with the host test and the book's figure), lane = 16 q + r
 /// (r = 0..15, q = 0..3), four 16-bit values per operand register pair:
 ///  - A (16 x 16): A[r][4q .. 4q+3];
 ///  - B (16 x 16): B[4q .. 4q+3][r];
@@ -36,7 +36,7 @@ using bf16x4 = short __attribute__((ext_vector_type(4)));           ///< four bf
 
 /// ROWS x COLS fp32 accumulator of one wavefront: kRowTiles x kColTiles 16x16 atoms.
 /// Element (i, j, e) of lane 16 q + r is row 16 i + r, column 16 j + 4 q + e: element e of the
-/// MFMA's D = S^T (fragment::mfma_d), transposed.
+/// MFMA's D = S^T, transposed.
 template <int ROWS, int COLS>
 struct Acc {
   static_assert(ROWS % 16 == 0, "accumulator rows (WARP_M) must be a multiple of 16");
@@ -48,7 +48,7 @@ struct Acc {
   float x[kRowTiles][kColTiles][4];  ///< the four D values of every atom
 
   /// Row (within the accumulator) of this lane's slot @p s.
-  __device__ __forceinline__ static int slot_row(int s) { return fragment::mfma_d(threadIdx.x % 64, 0, 0, 16 * s).col; }
+  __device__ __forceinline__ static int slot_row(int s) { return FLASHSTEPS_MFMA_D_COL(16 * s, threadIdx.x); }
   /// Sets every element to 0.
   __device__ __forceinline__ void zero() {
 #pragma unroll
@@ -67,7 +67,7 @@ struct Acc {
 #pragma unroll
       for (int j = 0; j < kColTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) f(i, fragment::mfma_d(lane, e, 0, 16 * i).col, fragment::mfma_d(lane, e, 16 * j).row, x[i][j][e]);
+        for (int e = 0; e < 4; ++e) f(i, FLASHSTEPS_MFMA_D_COL(16 * i, lane), FLASHSTEPS_MFMA_D_ROW(16 * j, lane, e), x[i][j][e]);
   }
   /// As for_each(), read-only.
   template <typename F>
@@ -78,7 +78,7 @@ struct Acc {
 #pragma unroll
       for (int j = 0; j < kColTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) f(i, fragment::mfma_d(lane, e, 0, 16 * i).col, fragment::mfma_d(lane, e, 16 * j).row, x[i][j][e]);
+        for (int e = 0; e < 4; ++e) f(i, FLASHSTEPS_MFMA_D_COL(16 * i, lane), FLASHSTEPS_MFMA_D_ROW(16 * j, lane, e), x[i][j][e]);
   }
 };
 
@@ -174,18 +174,16 @@ __device__ __forceinline__ void mfma_16x16x16(float (&c)[4], operand4<T> a, oper
 template <int D, typename T, int ROWS, int COLS>
 __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T* sB) {
   constexpr int pitch = smem_pitch(D);
-  const int lane = threadIdx.x % 64;
-  // K is the MFMA's A operand (keys x k), Q its B operand (k x queries, i.e. Q's rows).
-  const fragment::RowCol k_at = fragment::mfma_a(lane, 0), q_at = fragment::mfma_b(lane, 0);
+  const int lane = threadIdx.x % 64, r = FLASHSTEPS_MFMA_LANE_R(lane), q = FLASHSTEPS_MFMA_LANE_Q(lane);
   s.zero();
 #pragma unroll
   for (int k = 0; k < D; k += 16) {
     operand4<T> a[Acc<ROWS, COLS>::kRowTiles];
 #pragma unroll
-    for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i) a[i] = load4(sA + (16 * i + q_at.col) * pitch + k + q_at.row);
+    for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i) a[i] = load4(sA + (16 * i + r) * pitch + k + 4 * q);
 #pragma unroll
     for (int j = 0; j < Acc<ROWS, COLS>::kColTiles; ++j) {
-      const operand4<T> b = load4(sB + (16 * j + k_at.row) * pitch + k + k_at.col);
+      const operand4<T> b = load4(sB + (16 * j + r) * pitch + k + 4 * q);
 #pragma unroll
       for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i) mfma_16x16x16<T>(s.x[i][j], b, a[i]);
     }
@@ -198,7 +196,6 @@ template <int D, typename T, int ROWS, int KEYS>
 __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p, const T* sV) {
   constexpr int pitch = smem_pitch(D);
   const int lane = threadIdx.x % 64;
-  const fragment::RowCol vt_at = fragment::mfma_a(lane, 0);  // V^T (d x keys): V[key][d]
 #pragma unroll
   for (int kk = 0; kk < KEYS / 16; ++kk) {
     operand4<T> pt[Acc<ROWS, KEYS>::kRowTiles];
@@ -206,7 +203,8 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
     for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) pt[i] = convert4<T>(p.x[i][kk]);
 #pragma unroll
     for (int j = 0; j < D / 16; ++j) {
-      const operand4<T> vt = load4_column(sV + (16 * kk + vt_at.col) * pitch + 16 * j + vt_at.row, pitch);
+      const operand4<T> vt =
+          load4_column(sV + FLASHSTEPS_MFMA_A_COL(16 * kk, lane, 0) * pitch + 16 * j + FLASHSTEPS_MFMA_A_ROW(0, lane), pitch);
 #pragma unroll
       for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) mfma_16x16x16<T>(o.x[i][j], vt, pt[i]);
     }
