@@ -22,10 +22,11 @@
 /// Each map is written once, as a macro (FLASHSTEPS_MMA_*, FLASHSTEPS_LDMATRIX_*,
 /// FLASHSTEPS_MFMA_*), and the constexpr functions below are built from the macros. The kernels
 /// use the macros: nvcc generates different code for the very same arithmetic when it sits
-/// behind a function call (a few instructions more or fewer, and a different schedule), and
-/// with the macros the PTX, the SASS and the gfx ISA of steps 04-06 and 10 stay byte for byte
-/// what the inline arithmetic gave. A macro's operands are the offset of the atom (@p row0,
-/// @p col0: 16 i, 8 j, ...) and the lane, so that it expands to exactly that arithmetic.
+/// behind a function call (a few instructions more or fewer, and a different schedule), while
+/// with the macros the PTX and the gfx ISA of the steps stay byte for byte what the inline
+/// arithmetic gave (compared when the macros replaced it). A macro's operands are the offset
+/// of the atom (@p row0, @p col0: 16 i, 8 j, ...) and the lane, so that it expands to exactly
+/// that arithmetic.
 ///
 /// AMD, wave64, lane = 16 q + r (r = lane % 16, q = lane / 16), `v_mfma_f32_16x16x16f16` and
 /// `v_mfma_f32_16x16x16bf16_1k` (AMD CDNA3 ISA, section 7.1 "Matrix Arithmetic Instructions"
