@@ -221,5 +221,5 @@ def generate(repo: Path, out: Path, generated_url: str) -> dict[str, bytes | str
         "block per SM at a time, each costing the KV tiles it visits (a model, not a measurement: "
         "real SMs run several blocks and the hardware's order is not promised). Heaviest first, the "
         f"grid is done at {lpt} tile-times; in step 04's order, at {h2h}. No order can finish "
-        f"before {bound:.0f}.\n```\n")
+        f"before {bound:.1f}.\n```\n")
     return {"causal_tiles.svg": figure, "causal_tiles.md": md}
