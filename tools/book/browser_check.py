@@ -175,6 +175,31 @@ def section_including(chapter: Path, name: str) -> str | None:
     return None
 
 
+def figure_sections(chapter: Path, src: Path, page: Path) -> list[tuple[str, str]]:
+    """(element id, figure file) for every figure that a step's book_figures.py drew and a
+    staged chapter includes (e.g. step 04's fragments_nvidia.svg); the id is that of the
+    built page's <figure> holding the image."""
+    if not chapter.is_file() or not page.is_file():
+        return []
+    built = page.read_text(encoding="utf-8")
+    found = []
+    for line in chapter.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"```\{include\} /(_generated/steps/[^/]+/[^/]+\.md)\s*$", line)
+        included = src / m[1] if m else None
+        if included is None or not included.is_file():
+            continue
+        text = included.read_text(encoding="utf-8")
+        if "book_figures.py" not in text:
+            continue
+        for svg in re.findall(r"```\{figure\} \S+/([^/\s]+\.svg)", text):
+            at = built.find(svg)
+            # the <figure> element holding the image (the screenshot starts with it)
+            ids = re.findall(r'<figure[^>]*\sid="([\w-]+)"', built[:at]) if at >= 0 else []
+            if ids:
+                found.append((ids[-1], svg))
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--html", type=Path, required=True, help="the built site")
@@ -254,6 +279,10 @@ def main(argv: list[str] | None = None) -> int:
                                        "search_space.md")
             if anchor:
                 shots.append((f"{page}?scroll={anchor}", f"{Path(page).stem}_search_space.png"))
+        for page in steps:  # every figure a step's book_figures.py drew, scrolled to
+            src_md = args.src / f"{page[:-len('.html')]}.md"
+            for anchor, name in figure_sections(src_md, args.src, site / page):
+                shots.append((f"{page}?scroll={anchor}", f"{Path(page).stem}_{Path(name).stem}.png"))
         for page, name in shots:
             out = args.screenshots.resolve() / name
             out.unlink(missing_ok=True)

@@ -5,7 +5,8 @@
 /// loads (step 04a) or by `ldmatrix` (step 04b on), and `cp.async` copies (step 04 on).
 /// Needs sm_80 or newer. Included by tile.h only; tile.h explains the `[introduced:NN]` markers.
 ///
-/// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), lane = 4 g + t:
+/// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"; the index maps are
+/// fragment_layout.h's, shared with the host test and the book's figure), lane = 4 g + t:
 ///  - A (16 x 16, row-major): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1],
 ///    a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9]  (two 16-bit values per register);
 ///  - B (16 x 8, "col"): b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g];
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "flashsteps/fragment_layout.h"
 #include "flashsteps/vendor.h"
 
 namespace flashsteps::tile {
@@ -39,7 +41,7 @@ struct Acc {
   float x[kRowTiles][kColTiles][4];  ///< c0..c3 of every atom
 
   /// Row (within the accumulator) of this lane's slot @p s.
-  __device__ __forceinline__ static int slot_row(int s) { return 16 * (s / 2) + (threadIdx.x % 32) / 4 + 8 * (s % 2); }
+  __device__ __forceinline__ static int slot_row(int s) { return FLASHSTEPS_MMA_C_ROW(16 * (s / 2), threadIdx.x % 32, s % 2); }
   /// Elements of one row slot that this lane holds: two columns of every n8 atom.
   static constexpr int kRowElems = 2 * kColTiles;
   /// Element @p k (0 .. kRowElems - 1) of this lane's row slot @p s: c[2 (s % 2) + k % 2] of
@@ -67,7 +69,7 @@ struct Acc {
 #pragma unroll
       for (int j = 0; j < kColTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, 16 * i + lane / 4 + 8 * (e / 2), 8 * j + 2 * (lane % 4) + e % 2, x[i][j][e]);
+        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, FLASHSTEPS_MMA_C_ROW(16 * i, lane, e / 2), FLASHSTEPS_MMA_C_COL(8 * j, lane, e % 2), x[i][j][e]);
   }
   /// As for_each(), read-only.
   template <typename F>
@@ -78,7 +80,7 @@ struct Acc {
 #pragma unroll
       for (int j = 0; j < kColTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, 16 * i + lane / 4 + 8 * (e / 2), 8 * j + 2 * (lane % 4) + e % 2, x[i][j][e]);
+        for (int e = 0; e < 4; ++e) f(2 * i + e / 2, FLASHSTEPS_MMA_C_ROW(16 * i, lane, e / 2), FLASHSTEPS_MMA_C_COL(8 * j, lane, e % 2), x[i][j][e]);
   }
 };
 
@@ -256,8 +258,8 @@ template <int D, typename T, int ROWS, int COLS>
 __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T* sB) {
   constexpr int pitch = smem_pitch(D);
   const int lane = threadIdx.x % 32;
-  const std::uint32_t a_base = smem_addr(sA + (lane % 16) * pitch + 8 * (lane / 16));
-  const std::uint32_t b_base = smem_addr(sB + (8 * (lane / 16) + lane % 8) * pitch + 8 * ((lane / 8) % 2));
+  const std::uint32_t a_base = smem_addr(sA + FLASHSTEPS_LDMATRIX_A_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_A_COL(lane));
+  const std::uint32_t b_base = smem_addr(sB + FLASHSTEPS_LDMATRIX_B_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_B_COL(lane));
   s.zero();
 #pragma unroll
   for (int k = 0; k < D; k += 16) {
@@ -284,7 +286,8 @@ template <int D, typename T, int ROWS, int KEYS>
 __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p, const T* sV) {
   constexpr int pitch = smem_pitch(D);
   const int lane = threadIdx.x % 32;
-  const std::uint32_t v_base = smem_addr(sV + (8 * ((lane / 8) % 2) + lane % 8) * pitch + 8 * (lane / 16));
+  const std::uint32_t v_base =
+      smem_addr(sV + FLASHSTEPS_LDMATRIX_TRANS_B_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_TRANS_B_COL(lane));
 #pragma unroll
   for (int kk = 0; kk < KEYS / 16; ++kk) {
     std::uint32_t a[Acc<ROWS, KEYS>::kRowTiles][4];

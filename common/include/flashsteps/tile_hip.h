@@ -4,7 +4,8 @@
 /// `v_mfma_f32_16x16x16f16` / `v_mfma_f32_16x16x16bf16_1k` (gfx90a, gfx940 and later CDNA).
 /// Included by tile.h only; tile.h explains the `[introduced:NN]` markers.
 ///
-/// Operand layouts of the 16x16x16 MFMA (CDNA3 ISA, section 7.1), lane = 16 q + r
+/// Operand layouts of the 16x16x16 MFMA (CDNA3 ISA, section 7.1; the index maps are
+/// fragment_layout.h's, shared with the host test and the book's figure), lane = 16 q + r
 /// (r = 0..15, q = 0..3), four 16-bit values per operand register pair:
 ///  - A (16 x 16): A[r][4q .. 4q+3];
 ///  - B (16 x 16): B[4q .. 4q+3][r];
@@ -19,6 +20,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "flashsteps/fragment_layout.h"
 #include "flashsteps/vendor.h"
 
 namespace flashsteps::tile {
@@ -34,7 +36,8 @@ using halfx4 = _Float16 __attribute__((ext_vector_type(4)));        ///< four fp
 using bf16x4 = short __attribute__((ext_vector_type(4)));           ///< four bf16 operands (bits)
 
 /// ROWS x COLS fp32 accumulator of one wavefront: kRowTiles x kColTiles 16x16 atoms.
-/// Element (i, j, e) of lane 16 q + r is row 16 i + r, column 16 j + 4 q + e.
+/// Element (i, j, e) of lane 16 q + r is row 16 i + r, column 16 j + 4 q + e: element e of the
+/// MFMA's D = S^T, transposed.
 template <int ROWS, int COLS>
 struct Acc {
   static_assert(ROWS % 16 == 0, "accumulator rows (WARP_M) must be a multiple of 16");
@@ -46,7 +49,7 @@ struct Acc {
   float x[kRowTiles][kColTiles][4];  ///< the four D values of every atom
 
   /// Row (within the accumulator) of this lane's slot @p s.
-  __device__ __forceinline__ static int slot_row(int s) { return 16 * s + threadIdx.x % 16; }
+  __device__ __forceinline__ static int slot_row(int s) { return FLASHSTEPS_MFMA_D_COL(16 * s, threadIdx.x); }
   /// Elements of one row slot that this lane holds: four columns of every 16x16 atom.
   static constexpr int kRowElems = 4 * kColTiles;
   /// Element @p k (0 .. kRowElems - 1) of this lane's row slot @p s: element k % 4 of atom
@@ -74,7 +77,7 @@ struct Acc {
 #pragma unroll
       for (int j = 0; j < kColTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) f(i, 16 * i + lane % 16, 16 * j + 4 * (lane / 16) + e, x[i][j][e]);
+        for (int e = 0; e < 4; ++e) f(i, FLASHSTEPS_MFMA_D_COL(16 * i, lane), FLASHSTEPS_MFMA_D_ROW(16 * j, lane, e), x[i][j][e]);
   }
   /// As for_each(), read-only.
   template <typename F>
@@ -85,7 +88,7 @@ struct Acc {
 #pragma unroll
       for (int j = 0; j < kColTiles; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) f(i, 16 * i + lane % 16, 16 * j + 4 * (lane / 16) + e, x[i][j][e]);
+        for (int e = 0; e < 4; ++e) f(i, FLASHSTEPS_MFMA_D_COL(16 * i, lane), FLASHSTEPS_MFMA_D_ROW(16 * j, lane, e), x[i][j][e]);
   }
 };
 
@@ -186,7 +189,7 @@ __device__ __forceinline__ void mfma_16x16x16(float (&c)[4], operand4<T> a, oper
 template <int D, typename T, int ROWS, int COLS>
 __device__ __forceinline__ void mma_ABt_plain(Acc<ROWS, COLS>& s, const T* sA, const T* sB) {
   constexpr int pitch = smem_pitch(D);
-  const int lane = threadIdx.x % 64, r = lane % 16, q = lane / 16;
+  const int lane = threadIdx.x % 64, r = FLASHSTEPS_MFMA_LANE_R(lane), q = FLASHSTEPS_MFMA_LANE_Q(lane);
   s.zero();
 #pragma unroll
   for (int k = 0; k < D; k += 16) {
@@ -237,7 +240,7 @@ __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T
 template <int D, typename T, int ROWS, int KEYS>
 __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p, const T* sV) {
   constexpr int pitch = smem_pitch(D);
-  const int lane = threadIdx.x % 64, r = lane % 16, q = lane / 16;
+  const int lane = threadIdx.x % 64;
 #pragma unroll
   for (int kk = 0; kk < KEYS / 16; ++kk) {
     operand4<T> pt[Acc<ROWS, KEYS>::kRowTiles];
@@ -245,7 +248,8 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
     for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) pt[i] = convert4<T>(p.x[i][kk]);
 #pragma unroll
     for (int j = 0; j < D / 16; ++j) {
-      const operand4<T> vt = load4_column(sV + (16 * kk + 4 * q) * pitch + 16 * j + r, pitch);
+      const operand4<T> vt =
+          load4_column(sV + FLASHSTEPS_MFMA_A_COL(16 * kk, lane, 0) * pitch + 16 * j + FLASHSTEPS_MFMA_A_ROW(0, lane), pitch);
 #pragma unroll
       for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) mfma_16x16x16<T>(o.x[i][j], vt, pt[i]);
     }
