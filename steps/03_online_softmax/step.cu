@@ -10,8 +10,9 @@
 // Why it is faster: step 02 reads K twice and computes every score twice (3 N^2 D FMAs per
 // head instead of 2); this step does 2 N^2 D, all of them on CUDA cores in register-blocked
 // micro-tiles (each thread: TM x TN scores of S and TM x D/8 outputs of O).
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 4096, non-causal): 19.7 TFLOP/s, 1.38x step 02,
-// 34% of the 57.7 TFLOP/s fp32 FMA ceiling measured on the same GPU (results/nvidia-h200/).
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 4096, non-causal): 19.7 TFLOP/s, 1.39x step 02,
+// 34% of the 57.7 TFLOP/s fp32 FMA ceiling measured on the same GPU (results/nvidia-h200/,
+// commit 0267634).
 // Limits: scalar fp32 FMAs (no tensor cores: step 04a); every KV tile is visited even when the
 // causal mask hides it (step 05); head_dim <= 256 (compiled for 32, 64, 128, 256; others padded).
 // Chapter: book/steps/03_online_softmax.md

@@ -17,9 +17,9 @@
 // Against step 03 the products now run on tensor cores: on the H200 a dense bf16 GEMM runs at
 // 13.1x the measured fp32 FMA rate of the CUDA cores step 03 used
 // (results/nvidia-h200/*ceiling*.json); the block is now bound by the MMAs and the exp2s.
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 4096, non-causal): 320 TFLOP/s, 16x step 03's
-// 19.7 (an earlier run) (results/nvidia-h200/, commit 9108a20; the chapter compares it with
-// PyTorch SDPA).
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 4096, non-causal): 323 TFLOP/s, 16.4x step 03's
+// 19.7 in the same run, 1.64x step 04b's 196.5 measured minutes later (results/nvidia-h200/,
+// commit 0267634; the chapter compares it with PyTorch SDPA).
 // Limits: fp16/bf16 only (fp32 is rejected); head_dim a multiple of 8 up to 256 (compiled for
 // 32, 64, 96, 128, 256; others padded); 16-byte aligned tensors and strides; every KV tile is
 // still loaded and multiplied when the causal mask hides it (step 05 skips those).

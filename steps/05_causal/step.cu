@@ -13,8 +13,8 @@
 // Why it is faster: a causal problem has about half the visible pairs of a full one; step 04
 // computed all of them and masked half away, this step computes only the visible half (plus
 // the diagonal tiles), so causal runs approach twice the speed of step 04 at equal TFLOP/s.
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, causal): 330 TFLOP/s, 2.08x step 04's 159,
-// both in one run (results/nvidia-h200/, commit 9108a20; more in the chapter).
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, causal): 327 TFLOP/s, 2.07x step 04's 158,
+// both in one run (results/nvidia-h200/, commit 0267634; more in the chapter).
 // Limits: as step 04 (fp16/bf16, head_dim a multiple of 8 up to 256, 16-byte alignment); one
 // fixed tile shape per head dim and vendor (step 06 tunes it).
 // Chapter: book/steps/05_causal.md
