@@ -182,7 +182,7 @@ __device__ __forceinline__ std::uint32_t load2_column(const T* p, int pitch) {
 /// a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1], a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9].
 template <typename T>
 __device__ __forceinline__ void load_a_plain(std::uint32_t (&a)[4], const T* sA, int pitch) {
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int lane = threadIdx.x % 32, g = FLASHSTEPS_MMA_GROUP_ID(lane), t = FLASHSTEPS_MMA_THREAD_IN_GROUP(lane);
   a[0] = load2(sA + g * pitch + 2 * t);
   a[1] = load2(sA + (g + 8) * pitch + 2 * t);
   a[2] = load2(sA + g * pitch + 2 * t + 8);
@@ -197,7 +197,7 @@ __device__ __forceinline__ void load_a_plain(std::uint32_t (&a)[4], const T* sA,
 template <int D, typename T, int ROWS, int COLS>
 __device__ __forceinline__ void mma_ABt_plain(Acc<ROWS, COLS>& s, const T* sA, const T* sB) {
   constexpr int pitch = smem_pitch(D);
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int lane = threadIdx.x % 32, g = FLASHSTEPS_MMA_GROUP_ID(lane), t = FLASHSTEPS_MMA_THREAD_IN_GROUP(lane);
   s.zero();
 #pragma unroll
   for (int k = 0; k < D; k += 16) {
@@ -221,7 +221,7 @@ __device__ __forceinline__ void mma_ABt_plain(Acc<ROWS, COLS>& s, const T* sA, c
 template <int D, int KEYS, typename T, int ROWS>
 __device__ __forceinline__ void mma_AB_plain(Acc<ROWS, D>& o, const T* sP, const T* sV) {
   constexpr int pitch = smem_pitch(D), p_pitch = smem_pitch(KEYS);
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int lane = threadIdx.x % 32, g = FLASHSTEPS_MMA_GROUP_ID(lane), t = FLASHSTEPS_MMA_THREAD_IN_GROUP(lane);
 #pragma unroll
   for (int kk = 0; kk < KEYS; kk += 16) {
     std::uint32_t a[Acc<ROWS, D>::kRowTiles][4];
