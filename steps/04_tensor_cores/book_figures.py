@@ -310,7 +310,9 @@ def generate(repo: Path, out: Path, generated_url: str) -> dict[str, bytes | str
         "`fragment::ldmatrix_x4_*_address()` (`common/include/flashsteps/fragment_layout.h`, the "
         "functions `tile_cuda.h` calls) when the book was built. `tests/fragment_layout_test.cpp` checks "
         "them against the PTX ISA's formulas and that the ldmatrix addresses deliver exactly these "
-        "fragments.\n```\n")
+        "fragments. The labels number 16-bit *elements*, as the PTX ISA does (A: a0 to a7, B: b0 to b3; "
+        "C's c0 to c3 are float32): the text's 32-bit registers hold two each, register a*k* the elements "
+        "a2*k* and a2*k*+1, register b*k* the elements b2*k* and b2*k*+1.\n```\n")
     files["fragments_amd.md"] = header + (
         f"```{{figure}} {generated_url}/fragments_amd.svg\n"
         ":alt: Three 16 by 16 grids, the MFMA A, B and D operands, each element labelled with its "
@@ -331,7 +333,10 @@ def generate(repo: Path, out: Path, generated_url: str) -> dict[str, bytes | str
         f"used, and `wait_pending<{rules['wait_expr']}>()` at the top of each iteration. Hatched: a "
         "tile's `cp.async` copies in flight into its buffer; solid: the warps computing it from that "
         "buffer; grey: waiting for a copy to land. Below, the same rules with one buffer more. The "
-        "durations are illustrative (a copy's latency 1.5 times a tile's arithmetic), not measured: with "
-        "them, two buffers leave the warps waiting at every tile, three hide the latency.\n"
+        "durations are illustrative (a copy's latency 1.5 times a tile's arithmetic), not measured, and "
+        "chosen to show the case where a copy takes longer than a tile's arithmetic: then two buffers "
+        "leave the warps waiting at every tile and three hide the latency. Exercise 1 asks which case "
+        "step 04 is in at D = 128 (there a tile's products and softmax outlast its copy, and the third "
+        "buffer costs the second block per SM).\n"
         "```\n")
     return files

@@ -71,7 +71,7 @@ __device__ void load_tile(T* smem, const T* gmem, std::int64_t row_stride, std::
 // A K or V tile in flight: fetch() issues its global loads into registers (raw elements, so
 // nothing waits for them), stash() stores it to shared memory once the data is needed. Loads
 // of the next tile thus overlap the arithmetic on the current one. 16 bytes (8 elements) per
-// load: a tile in flight takes a quarter of the registers 2-byte loads would.
+// load: an eighth of the load instructions of 2-byte loads, two elements in every register.
 template <int ROWS, int COLS, typename T>
 struct TileInFlight {
   static constexpr int kChunks = COLS / tile::kChunk;  // 16-byte chunks per row

@@ -95,6 +95,12 @@ CAUSAL_TARGET = {"step": "05", "versus": "04", "seqlen": 8192, "head_dims": (64,
 # Steps 06-09 and SDPA (flash, cuDNN) were measured in one run at commit 99566c1 (fp16/bf16,
 # D 64/128, N 512-16384, full/causal, and MiniLM): steps 07, 08 and 09 are judged on it.
 SAME_RUN = "steps06-09-99566c1"
+# The same-run set each step is compared with SDPA on (its SDPA files were measured in the
+# same session as the step's own): a step not listed, or a run not there, uses the published
+# files of results/<gpu>/.
+SDPA_RUN = {"01": "steps01-05-0267634", "02": "steps01-05-0267634", "03": "steps01-05-0267634",
+            "04a": "steps04a-04b-04eb783", "04b": "steps04a-04b-04eb783",
+            "04": "steps01-05-0267634", "05": "steps01-05-0267634", "06": SAME_RUN}
 VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024, "run": SAME_RUN},
                  "cudnn": {"versus": "sdpa-cudnn", "goal": None, "min_seqlen": 1024, "run": SAME_RUN}},
           # Step 08 against step 07 in the same run: the goal is set at bf16, D = 128,
@@ -889,7 +895,7 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
                    "fma_target": f"{100 * FMA_TARGET:.0f}",
                    "gemm": against_ceiling(records, ceilings, num, "bf16_gemm"),
                    "causal": causal(records, num), "roofline": roofline(points, ceilings, num),
-                   "sdpa": sdpa(records, num)}
+                   "sdpa": sdpa((runs or {}).get(SDPA_RUN.get(num, ""), []) or records, num)}
         if num in SDPA_TARGETS:
             v["sdpa_target"] = sdpa_target(records, num, SDPA_TARGETS[num])
         for key, spec in VERSUS.get(num, {}).items():

@@ -26,9 +26,10 @@
 ///
 /// Shared-memory tiles hold 16-bit elements row-major with a pitch of COLS + 8 elements
 /// (smem_pitch()): the 16 extra bytes per row shift consecutive rows across the banks, so the
-/// 16-byte fragment loads of eight consecutive rows hit eight different bank groups. They are
-/// filled by load_tile_async(), 16 bytes per copy (NVIDIA: `cp.async`, which bypasses the
-/// registers and lets the loads run under the arithmetic; AMD: a register round trip).
+/// 16-byte fragment loads of eight consecutive rows hit eight different bank groups. From step
+/// 04 on they are filled by load_tile_async(), 16 bytes per copy (NVIDIA: `cp.async`, which
+/// bypasses the registers and lets the loads run under the arithmetic; AMD: a register round
+/// trip); steps 04a and 04b stage them through registers.
 ///
 /// Each part of the tile headers is marked with the step that introduces it: a line
 /// `// [introduced:04a]` and a few words, up to the next such line (lines before the first
@@ -125,7 +126,7 @@ __device__ __forceinline__ void store_tile(T* gmem, std::int64_t row_stride, std
   }
 }
 
-// [introduced:04a] row statistics
+// [introduced:04b] row statistics
 /// m[s] = max(m[s], largest element of row slot s), over every lane of the row.
 template <int ROWS, int COLS>
 __device__ __forceinline__ void row_max(const Acc<ROWS, COLS>& s, float (&m)[Acc<ROWS, COLS>::kSlots]) {
@@ -154,7 +155,7 @@ __device__ __forceinline__ void exp2_rows(Acc<ROWS, COLS>& s, const float (&m)[A
   s.for_each([&](int slot, int, int, float& x) { x = exp2_approx((x - m[slot]) * scale); });
 }
 
-// [introduced:04a] rescaling; the end of the namespace
+// [introduced:04b] rescaling; the end of the namespace
 /// x *= alpha[s] for every element of row slot s.
 template <int ROWS, int COLS>
 __device__ __forceinline__ void mul_row(Acc<ROWS, COLS>& o, const float (&alpha)[Acc<ROWS, COLS>::kSlots]) {

@@ -12,7 +12,8 @@
 ///  - B (16 x 8, "col"): b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g];
 ///  - C (16 x 8, fp32): c0, c1 = C[g][2t, 2t+1], c2, c3 = C[g+8][2t, 2t+1].
 /// So the accumulator of two adjacent n8 tiles of S is, element for element, the A fragment
-/// of P for the next GEMM (FlashAttention-2's register reuse: P never touches shared memory).
+/// of P for the next GEMM (FlashAttention-2's register reuse, from step 04b on: P never
+/// touches shared memory; step 04a still passes it through shared memory).
 #pragma once
 
 #include <cstdint>
@@ -50,7 +51,7 @@ struct Acc {
   /// As at(), read-only.
   __device__ __forceinline__ float at(int s, int k) const { return x[s / 2][k / 2][2 * (s % 2) + k % 2]; }
   /// Column (within the accumulator) of element @p k of a row slot of this lane.
-  __device__ __forceinline__ static int col(int k) { return 8 * (k / 2) + 2 * (threadIdx.x % 4) + k % 2; }
+  __device__ __forceinline__ static int col(int k) { return FLASHSTEPS_MMA_C_COL(8 * (k / 2), threadIdx.x % 32, k % 2); }
   /// Sets every element to 0.
   __device__ __forceinline__ void zero() {
 #pragma unroll

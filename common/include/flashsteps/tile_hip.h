@@ -58,7 +58,7 @@ struct Acc {
   /// As at(), read-only.
   __device__ __forceinline__ float at(int s, int k) const { return x[s][k / 4][k % 4]; }
   /// Column (within the accumulator) of element @p k of a row slot of this lane.
-  __device__ __forceinline__ static int col(int k) { return 16 * (k / 4) + 4 * ((threadIdx.x % 64) / 16) + k % 4; }
+  __device__ __forceinline__ static int col(int k) { return FLASHSTEPS_MFMA_D_ROW(16 * (k / 4), threadIdx.x % 64, k % 4); }
   /// Sets every element to 0.
   __device__ __forceinline__ void zero() {
 #pragma unroll
@@ -212,7 +212,7 @@ __device__ __forceinline__ void mma_ABt_plain(Acc<ROWS, COLS>& s, const T* sA, c
 template <int D, int KEYS, typename T, int ROWS>
 __device__ __forceinline__ void mma_AB_plain(Acc<ROWS, D>& o, const T* sP, const T* sV) {
   constexpr int pitch = smem_pitch(D), p_pitch = smem_pitch(KEYS);
-  const int lane = threadIdx.x % 64, r = lane % 16, q = lane / 16;
+  const int lane = threadIdx.x % 64, r = FLASHSTEPS_MFMA_LANE_R(lane), q = FLASHSTEPS_MFMA_LANE_Q(lane);
 #pragma unroll
   for (int kk = 0; kk < KEYS / 16; ++kk) {
     operand4<T> pt[Acc<ROWS, D>::kRowTiles];

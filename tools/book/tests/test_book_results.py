@@ -424,3 +424,20 @@ def test_front_page_table_of_numbers():
     assert "| 01 naive | three kernels" not in index          # no copy of the sidebar
     empty = stage_book.render_chapter(REPO / "book" / "index.md", rendered.values(), facts.FILTERS)
     assert "No step is measured yet" in empty
+
+
+def test_a_step_is_compared_with_the_sdpa_of_its_own_run():
+    """facts.SDPA_RUN: each listed step's ratio to SDPA uses the SDPA files measured in its
+    run's session, not the published ones (made in another session), when the run is there."""
+    results = REPO / "results"
+    runs = fr.load_runs(results)
+    run = facts.SDPA_RUN["04"]
+    if run not in runs:
+        pytest.skip(f"results/*/runs/{run}/ is not checked in")
+    records = fr.load_results(results)
+    v = facts.facts(records, [], [], ["03", "04"], runs=runs)
+    same = next(r for r in runs[run] if r.step == facts.SDPA_BASELINE and r.name == facts.HEADLINE)
+    published = next(r for r in records if r.step == facts.SDPA_BASELINE and r.name == facts.HEADLINE)
+    assert same.tflops != published.tflops, "the two SDPA files should differ for this test to mean anything"
+    assert v["step04"]["sdpa"][0]["base_tflops"] == fr.fmt_tflops(same.tflops)
+    assert v["step04"]["sdpa"][0]["base_tflops"] != fr.fmt_tflops(published.tflops)
