@@ -763,10 +763,27 @@ def split_wide_tables(markdown: str, group_re: str = r"^(.*?)\s*D=\d+ \w+$") -> 
     return "\n".join(out)
 
 
+def with_run_baselines(results: Path, run: str, out: Path) -> Path:
+    """A results tree at @p out that is @p results with, per GPU, the baseline (SDPA) files of
+    the same-run set ``runs/<run>/`` in place of the published ones, where that set has them
+    (links, nothing copied): a step's results table then compares it with the SDPA measured in
+    its own session, as facts.SDPA_RUN does for the chapters' sentences."""
+    for gpu in (d for d in results.iterdir() if d.is_dir()):
+        (out / gpu.name).mkdir(parents=True, exist_ok=True)
+        same = results / gpu.name / "runs" / run
+        for f in gpu.iterdir():
+            if f.is_file():
+                swap = same / f.name
+                use = swap if f.name.startswith("sdpa-") and swap.is_file() else f
+                (out / gpu.name / f.name).symlink_to(use.resolve())
+    return out
+
+
 def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path],
                           steps: list[Step] | None = None) -> None:
-    """Per step: its results table (TFLOPS per N, speed-up) and its traffic tables."""
-    fr, _, traffic, _ = import_tools(repo)
+    """Per step: its results table (TFLOPS per N, speed-up) and its traffic tables; the
+    baseline columns come from the SDPA files of the step's same-run set (facts.SDPA_RUN)."""
+    fr, _, traffic, facts = import_tools(repo)
     records, _, kernels, _ = load_measured(repo, results)
     py = sys.executable
     steps = find_steps(repo, steps)
@@ -777,7 +794,11 @@ def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path],
             num = step.number
             out = gen / "steps" / step.name
             extra = ["--baselines"] if int(num[:2]) >= BASELINES_FROM else []
-            table = run_tool([py, str(repo / "tools" / "results" / "results_table.py"), src, "--step", num,
+            tree = src
+            run = facts.SDPA_RUN.get(num)
+            if extra and run and results.is_dir() and any((g / "runs" / run).is_dir() for g in results.iterdir()):
+                tree = str(with_run_baselines(results, run, Path(empty) / f"run-{num}"))
+            table = run_tool([py, str(repo / "tools" / "results" / "results_table.py"), tree, "--step", num,
                               *extra], "tools/results/results_table.py --step")
             pieces = {
                 "results.md": split_wide_tables(table),

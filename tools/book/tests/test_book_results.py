@@ -441,3 +441,20 @@ def test_a_step_is_compared_with_the_sdpa_of_its_own_run():
     assert same.tflops != published.tflops, "the two SDPA files should differ for this test to mean anything"
     assert v["step04"]["sdpa"][0]["base_tflops"] == fr.fmt_tflops(same.tflops)
     assert v["step04"]["sdpa"][0]["base_tflops"] != fr.fmt_tflops(published.tflops)
+
+
+def test_a_steps_results_table_takes_the_baselines_of_its_run(tmp_path):
+    """stage_book.with_run_baselines: the published files, with the run's sdpa-*.json in place
+    of the published ones where the run has them, and nothing else swapped."""
+    results = tmp_path / "results"
+    gpu = results / "some-gpu"
+    (gpu / "runs" / "setA").mkdir(parents=True)
+    for name, text in {"step04.json": "published 04", "sdpa-flash.json": "published flash",
+                       "sdpa-cudnn.json": "published cudnn"}.items():
+        (gpu / name).write_text(text)
+    (gpu / "runs" / "setA" / "sdpa-flash.json").write_text("run flash")
+    (gpu / "runs" / "setA" / "step04.json").write_text("run 04")
+    tree = stage_book.with_run_baselines(results, "setA", tmp_path / "tree")
+    got = {f.name: f.read_text() for f in (tree / "some-gpu").iterdir()}
+    assert got == {"step04.json": "published 04", "sdpa-flash.json": "run flash",
+                   "sdpa-cudnn.json": "published cudnn"}
