@@ -16,14 +16,14 @@ tools/book/stage_book.py calls generate() for every step folder that has a book_
 from __future__ import annotations
 
 import ast
-import json
 import operator
-import os
 import re
-import shutil
-import subprocess
+import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "book"))
+from host_program import run_json  # noqa: E402  (compiles and runs a host program)
 
 DUMP = r"""
 #include <cstdio>
@@ -56,21 +56,9 @@ int main() {
 """
 
 
-def _compiler() -> str:
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not cxx:
-        raise RuntimeError("step 04's book figures need a C++ compiler (c++) to run fragment_layout.h")
-    return cxx
-
-
 def layouts(repo: Path) -> dict[str, list[list[int]]]:
     """{map name: [[lane, element, row, col], ...]}, evaluated by fragment_layout.h itself."""
-    with tempfile.TemporaryDirectory() as tmp:
-        src, exe = Path(tmp) / "dump.cpp", Path(tmp) / "dump"
-        src.write_text(DUMP)
-        subprocess.run([_compiler(), "-std=c++17", "-I", str(repo / "common" / "include"), str(src), "-o",
-                        str(exe)], check=True)
-        return json.loads(subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout)
+    return run_json(repo, DUMP, "step 04's fragment figures")
 
 
 # ----------------------------------------------------------------------------- fragments

@@ -17,13 +17,13 @@ steps/05_causal/step.cu."""
 from __future__ import annotations
 
 import heapq
-import json
-import os
 import re
-import shutil
-import subprocess
+import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "book"))
+from host_program import run_json  # noqa: E402  (compiles and runs a host program)
 
 # One problem of the standard set (B = 16384 / N, Hq = 2048 / D), causal, on an H200.
 SEQLEN, HEAD_DIM = 8192, 128
@@ -84,17 +84,9 @@ def tile_map(repo: Path, seqlen: int = SEQLEN, head_dim: int = HEAD_DIM) -> dict
     """The kernel's tile maps for the standard problem (B = 16384 / N, Hq = 2048 / D)."""
     block_m, block_n = tile_shape(repo, head_dim)
     batch, heads = 16384 // seqlen, 2048 // head_dim
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not cxx:
-        raise RuntimeError("step 05's book figure needs a C++ compiler (c++) to run causal_schedule.h")
     source = (DUMP.replace("@B@", str(batch)).replace("@HQ@", str(heads)).replace("@N@", str(seqlen))
               .replace("@BLOCK_M@", str(block_m)).replace("@BLOCK_N@", str(block_n)))
-    with tempfile.TemporaryDirectory() as tmp:
-        src, exe = Path(tmp) / "dump.cpp", Path(tmp) / "dump"
-        src.write_text(source)
-        subprocess.run([cxx, "-std=c++17", "-I", str(repo / "common" / "include"), str(src), "-o", str(exe)],
-                       check=True)
-        data = json.loads(subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout)
+    data = run_json(repo, source, "step 05's causal tile map")
     data.update(batch=batch, heads=heads, seqlen=seqlen, head_dim=head_dim, block_m=block_m, block_n=block_n)
     return data
 

@@ -7,12 +7,11 @@ swizzle.h (the function the kernels use, CUDA-free), runs it, and draws where ea
 unit of a row is stored."""
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import tempfile
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "book"))
+from host_program import run_json  # noqa: E402  (compiles and runs a host program)
 
 DUMP = r"""
 #include <cstdio>
@@ -32,15 +31,7 @@ int main() {  // {"rows": [[physical unit of logical unit u, for u in 0..7] for 
 
 def layout(repo: Path) -> list[list[int]]:
     """Per row 0..15 of a tile, the physical 16-byte unit of each logical unit 0..7."""
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not cxx:
-        raise RuntimeError("step 07's book figure needs a C++ compiler (c++) to run swizzle_128b")
-    with tempfile.TemporaryDirectory() as tmp:
-        src, exe = Path(tmp) / "dump.cpp", Path(tmp) / "dump"
-        src.write_text(DUMP)
-        subprocess.run([cxx, "-std=c++17", "-I", str(repo / "common" / "include"), str(src), "-o", str(exe)],
-                       check=True)
-        return json.loads(subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout)["rows"]
+    return run_json(repo, DUMP, "step 07's swizzle figure")["rows"]
 
 
 def draw(rows: list[list[int]], path: Path) -> None:

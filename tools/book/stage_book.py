@@ -81,8 +81,8 @@ from step_registry import Step  # noqa: E402
 
 # Captured output of one step (results/<gpu>/stepNN.txt), and the header line of one step's
 # part in a file that captured several (e.g. results/<gpu>/steps04-06.txt).
-STEP_TXT_RE = re.compile(r"^step\d{2}[a-z]?\.txt$")
-CAPTURE_HEADER_RE = re.compile(r"^== bench_step(\d{2}[a-z]?)\s*$")
+STEP_TXT_RE = re.compile(rf"^step{step_registry.STEP_NUMBER}\.txt$")
+CAPTURE_HEADER_RE = re.compile(rf"^== bench_step({step_registry.STEP_NUMBER})\s*$")
 # Top-level repository entries never linked into the Sphinx source tree.
 SKIP_TOP = {"book", ".git", ".venv", "venv", "build", "_build", "node_modules"}
 GENERATED = "_generated"

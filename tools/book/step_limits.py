@@ -28,10 +28,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from step_registry import step_order  # noqa: E402
+from step_registry import STEP_NUMBER, step_order  # noqa: E402
 
 FIELD_RE = re.compile(r"^\s*(?:std::int64_t|bool|int)\s+(\w+)\s*=\s*([^;]+);", re.M)
-ADD_STEP_RE = re.compile(r"^add_step\((\d{2}[a-z]?)\s+(\w+)([^)]*)\)", re.M)
+ADD_STEP_RE = re.compile(rf"^add_step\(({STEP_NUMBER})\s+(\w+)([^)]*)\)", re.M)
 INFO_RE = re.compile(r"StepInfo\s+(?:info\(\)\s*\{\s*return\s*\{|i\{)([^}]*)\}")
 ASSIGN_RE = re.compile(r"\bi\.(\w+)\s*=\s*([^,;]+)")
 ARRAY_RE = re.compile(r"inline constexpr int (k\w*HeadDims)\[\]\s*=\s*\{([^}]*)\};")

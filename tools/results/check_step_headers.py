@@ -55,7 +55,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import flashsteps_results as fr  # noqa: E402
 
-STEP_DIR_RE = re.compile(r"^(\d{2}[a-z]?)_[a-z0-9_]+$")
+STEP = fr.STEP_ID_RE.pattern  # a step number: 04, 04a
+STEP_DIR_RE = re.compile(rf"^({STEP})_[a-z0-9_]+$")
 BASELINE = "sdpa-flash"
 NUM = r"(\d+(?:\.\d+)?)"
 
@@ -66,15 +67,15 @@ SET_RE = re.compile(r"over the (?P<count>\d+) (?P<dtypes>(?:fp16|bf16|fp32)(?: a
                     r" D = (?P<dims>\d+(?: and \d+)*), N = (?P<lo>\d+)-(?P<hi>\d+) problems")
 FMA_RE = re.compile(NUM + r"% of the (?:" + NUM + r" TFLOP/s )?fp32 FMA ceiling")
 TFLOPS_RE = re.compile(NUM + r" TFLOP/s")
-SET_STEP_RE = re.compile(NUM + r"x step (\d{2}[a-z]?) \(geometric mean; " + NUM + "-" + NUM + r"\)")
-STEP_RE = re.compile(NUM + r"x step (\d{2}[a-z]?)(?:'s " + NUM + r")?")
+SET_STEP_RE = re.compile(NUM + rf"x step ({STEP}) \(geometric mean; " + NUM + "-" + NUM + r"\)")
+STEP_RE = re.compile(NUM + rf"x step ({STEP})(?:'s " + NUM + r")?")
 SET_SDPA_RE = re.compile(NUM + "-" + NUM + r"x PyTorch SDPA's FlashAttention-2 backend "
                          r"\(geometric mean " + NUM + r"\)")
 SDPA_RE = re.compile(NUM + r"x PyTorch SDPA's FlashAttention-2 backend")
 COMMIT_RE = re.compile(r"commit (?P<c>[0-9a-f]{7,40})\b")
 TC_FMA_RE = re.compile(NUM + r"x the measured fp32 FMA rate")
 # Not numbers to check: paths, step numbers, product names, a head dim named in words.
-IGNORED_RE = re.compile(r"\S+/\S*|\bD = \d+\b|\bsteps? \d{2}[a-z]?\b|FlashAttention-2|\b(?:NVIDIA|AMD) \S+")
+IGNORED_RE = re.compile(rf"\S+/\S*|\bD = \d+\b|\bsteps? {STEP}\b|FlashAttention-2|\b(?:NVIDIA|AMD) \S+")
 NOT_MEASURED = "// Not measured yet."
 
 

@@ -521,7 +521,7 @@ _NCU_UNITS = {"byte": ("byte", 1), "Kbyte": ("byte", 1e3), "Mbyte": ("byte", 1e6
               "ms": ("ns", 1e6), "msecond": ("ns", 1e6), "s": ("ns", 1e9), "second": ("ns", 1e9),
               # instruction counts (smsp__inst_executed_op_ldgsts: the cp.async copies)
               "inst": ("inst", 1), "Kinst": ("inst", 1e3), "Minst": ("inst", 1e6), "Ginst": ("inst", 1e9)}
-_NCU_STEP_RE = re.compile(r"step(\d{2}[a-z]?)\b")
+_NCU_STEP_RE = re.compile(rf"step({STEP_ID_RE.pattern})\b")
 _NCU_COLUMNS = ("ID", "Kernel Name", "Block Size", "Grid Size", "Metric Name", "Metric Unit",
                 "Metric Value")
 
