@@ -95,12 +95,6 @@ CAUSAL_TARGET = {"step": "05", "versus": "04", "seqlen": 8192, "head_dims": (64,
 # Steps 06-09 and SDPA (flash, cuDNN) were measured in one run at commit 99566c1 (fp16/bf16,
 # D 64/128, N 512-16384, full/causal, and MiniLM): steps 07, 08 and 09 are judged on it.
 SAME_RUN = "steps06-09-99566c1"
-# The same-run set each step is compared with SDPA on (its SDPA files were measured in the
-# same session as the step's own): a step not listed, or a run not there, uses the published
-# files of results/<gpu>/.
-SDPA_RUN = {"01": "steps01-05-0267634", "02": "steps01-05-0267634", "03": "steps01-05-0267634",
-            "04a": "steps04a-04b-04eb783", "04b": "steps04a-04b-04eb783",
-            "04": "steps01-05-0267634", "05": "steps01-05-0267634", "06": SAME_RUN}
 VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024, "run": SAME_RUN},
                  "cudnn": {"versus": "sdpa-cudnn", "goal": None, "min_seqlen": 1024, "run": SAME_RUN}},
           # Step 08 against step 07 in the same run: the goal is set at bf16, D = 128,
@@ -432,6 +426,22 @@ def _per_mask(ratios, target: float | None = None) -> list[dict]:
                         "high": r2(values[-1]), "geomean": r2(_geomean(values)),
                         "met": sum(1 for x in values if target is not None and x >= target)})
     return out
+
+
+def sdpa_run(records, runs: dict[str, list] | None, step: str) -> str | None:
+    """The same-run set (``runs/<name>/``) that holds the very file published for @p step (the
+    same commit and date in its context: the published file is a copy of the set's) and SDPA
+    files of the same session, so that the step is compared with the SDPA measured beside it;
+    None when no set does (the published files of results/<gpu>/ are used then)."""
+    def stamp(r):
+        return r.context.get("git_commit"), r.context.get("date")
+    published = {stamp(r) for r in records if r.step == step}
+    for name in sorted(runs or {}):
+        recs = runs[name]
+        if any(r.step == SDPA_BASELINE for r in recs) and any(
+                r.step == step and stamp(r) in published for r in recs):
+            return name
+    return None
 
 
 def sdpa(records, step: str) -> list[dict]:
@@ -895,7 +905,7 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
                    "fma_target": f"{100 * FMA_TARGET:.0f}",
                    "gemm": against_ceiling(records, ceilings, num, "bf16_gemm"),
                    "causal": causal(records, num), "roofline": roofline(points, ceilings, num),
-                   "sdpa": sdpa((runs or {}).get(SDPA_RUN.get(num, ""), []) or records, num)}
+                   "sdpa": sdpa((runs or {}).get(sdpa_run(records, runs, num) or "", []) or records, num)}
         if num in SDPA_TARGETS:
             v["sdpa_target"] = sdpa_target(records, num, SDPA_TARGETS[num])
         for key, spec in VERSUS.get(num, {}).items():

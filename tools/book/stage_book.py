@@ -767,7 +767,7 @@ def with_run_baselines(results: Path, run: str, out: Path) -> Path:
     """A results tree at @p out that is @p results with, per GPU, the baseline (SDPA) files of
     the same-run set ``runs/<run>/`` in place of the published ones, where that set has them
     (links, nothing copied): a step's results table then compares it with the SDPA measured in
-    its own session, as facts.SDPA_RUN does for the chapters' sentences."""
+    its own session, as facts.sdpa_run() does for the chapters' sentences."""
     for gpu in (d for d in results.iterdir() if d.is_dir()):
         (out / gpu.name).mkdir(parents=True, exist_ok=True)
         same = results / gpu.name / "runs" / run
@@ -782,12 +782,13 @@ def with_run_baselines(results: Path, run: str, out: Path) -> Path:
 def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path],
                           steps: list[Step] | None = None) -> None:
     """Per step: its results table (TFLOPS per N, speed-up) and its traffic tables; the
-    baseline columns come from the SDPA files of the step's same-run set (facts.SDPA_RUN)."""
+    baseline columns come from the SDPA files of the step's same-run set (facts.sdpa_run())."""
     fr, _, traffic, facts = import_tools(repo)
     records, _, kernels, _ = load_measured(repo, results)
     py = sys.executable
     steps = find_steps(repo, steps)
     numbers = [s.number for s in steps]
+    runs = fr.load_runs(results) if results.is_dir() else {}
     with tempfile.TemporaryDirectory() as empty:
         src = str(results) if results.is_dir() else empty
         for step in steps:
@@ -795,8 +796,8 @@ def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path],
             out = gen / "steps" / step.name
             extra = ["--baselines"] if int(num[:2]) >= BASELINES_FROM else []
             tree = src
-            run = facts.SDPA_RUN.get(num)
-            if extra and run and results.is_dir() and any((g / "runs" / run).is_dir() for g in results.iterdir()):
+            run = facts.sdpa_run(records, runs, num)
+            if extra and run:
                 tree = str(with_run_baselines(results, run, Path(empty) / f"run-{num}"))
             table = run_tool([py, str(repo / "tools" / "results" / "results_table.py"), tree, "--step", num,
                               *extra], "tools/results/results_table.py --step")
