@@ -14,16 +14,21 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-STEP_NUMBER = r"\d{2}[a-z]?"
+# What a step number is, and the reading order, are the results tools' (one definition).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "results"))
+from flashsteps_results import STEP_ID_RE, step_sort_key  # noqa: E402
+
+STEP_NUMBER = STEP_ID_RE.pattern  # two digits, maybe a letter: 04, 04a
 STEP_DIR_RE = re.compile(rf"^({STEP_NUMBER})_([a-z0-9_]+)$")
 
 
-def step_order(number: str) -> tuple[int, str]:
+def step_order(number: str) -> tuple:
     """Sort key of a step number in reading order: 03 < 04a < 04b < 04 < 05."""
-    return int(number[:2]), number[2:] or "~"
+    return step_sort_key(number)
 
 
 class RegistryError(ValueError):
