@@ -71,30 +71,48 @@ class ScopedEnv {
 // ---------------------------------------------------------------------------- CPU: the plan
 
 TEST(Plan, OneSplitWhenTheUnsplitGridFillsTheGpu) {
-  EXPECT_EQ(step10::choose_num_splits(264, 1024, 132, 2), 1);
-  EXPECT_EQ(step10::choose_num_splits(100000, 1024, 132, 2), 1);
-  EXPECT_EQ(step10::choose_num_splits(64, 1024, 0, 2), 1) << "no device: no SM count, one split";
-  EXPECT_EQ(step10::choose_num_splits(0, 1024, 132, 2), 1);
+  EXPECT_EQ(step10::choose_num_splits(132, 1024, 132, 1), 1);
+  EXPECT_EQ(step10::choose_num_splits(100000, 1024, 132, 1), 1);
+  EXPECT_EQ(step10::choose_num_splits(64, 1024, 0, 1), 1) << "no device: no SM count, one split";
+  EXPECT_EQ(step10::choose_num_splits(0, 1024, 132, 1), 1);
 }
 
 TEST(Plan, DecodeSplitCountsOnAnH200) {
-  // 132 SMs holding 2 decode blocks each: 264 blocks per wave.
-  EXPECT_EQ(step10::choose_num_splits(64, 1024, 132, 2), 8);   // B = 8, Hkv = 8: 512 blocks, 1.94 waves
-  EXPECT_EQ(step10::choose_num_splits(8, 1024, 132, 2), 33);   // B = 1: exactly one wave
-  EXPECT_EQ(step10::choose_num_splits(256, 1024, 132, 2), 2);  // B = 32: 512 blocks
+  // 132 SMs, one block each per wave.
+  EXPECT_EQ(step10::choose_num_splits(64, 1024, 132, 1), 2);    // B = 8, Hkv = 8: 128 blocks, 0.97 of a wave
+  EXPECT_EQ(step10::choose_num_splits(8, 1024, 132, 1), 16);    // B = 1: 128 blocks (15 would leave 12 SMs idle)
+  EXPECT_EQ(step10::choose_num_splits(32, 1024, 132, 1), 4);    // B = 1, Hkv = 32
+  EXPECT_EQ(step10::choose_num_splits(256, 1024, 132, 1), 1);   // B = 32: 1.94 waves unsplit
+  EXPECT_EQ(step10::choose_num_splits(100, 1024, 132, 1), 9);   // 900 blocks: 6.8 waves, 97 % of the SM slots busy
+  // The prefill tile aims at the two blocks an SM holds: chunked prefill, Nq = 128, Hkv = 8
+  // (64 row tiles) gets 4 splits, 256 blocks for 264.
+  EXPECT_EQ(step10::choose_num_splits(64, 128, 132, 2), 4);
   // Short keys cap the count at kMinTilesPerSplit tiles per split.
-  EXPECT_EQ(step10::choose_num_splits(8, 64, 132, 2), 64 / step10::kMinTilesPerSplit);
-  EXPECT_EQ(step10::choose_num_splits(8, 3, 132, 2), 1);
+  EXPECT_EQ(step10::choose_num_splits(8, 16, 132, 1), 16 / step10::kMinTilesPerSplit);
+  EXPECT_EQ(step10::choose_num_splits(8, 3, 132, 1), 1);
   // Never above kMaxSplits.
-  EXPECT_LE(step10::choose_num_splits(1, 1 << 20, 1000, 4), step10::kMaxSplits);
+  EXPECT_LE(step10::choose_num_splits(1, 1 << 20, 1000, 1), step10::kMaxSplits);
+}
+
+TEST(Plan, TheDecodeTileAimsAtOneBlockPerSm) {
+  for (int d : {32, 64, 96, 128, 256}) {
+    EXPECT_EQ(step10::target_blocks_per_sm(step10::decode_tile(d), d), 1) << "head_dim " << d;
+    EXPECT_EQ(step10::target_blocks_per_sm(step10::prefill_tile(d), d),
+              step10::resident_blocks_per_sm(step10::prefill_tile(d), d))
+        << "head_dim " << d;
+  }
+#if !FLASHSTEPS_VENDOR_HIP
+  EXPECT_EQ(step10::resident_blocks_per_sm(step10::prefill_tile(128), 128), 2);  // 68 KiB each of 228
+  EXPECT_EQ(step10::resident_blocks_per_sm(step10::decode_tile(128), 128), 2);   // 109 KiB each
+#endif
 }
 
 TEST(Plan, EveryChoiceIsWithinItsBounds) {
   for (std::int64_t blocks : {1, 3, 8, 17, 64, 100, 263})
     for (std::int64_t tiles : {0, 1, 2, 5, 16, 100, 1024, 100000})
       for (int sms : {1, 80, 132, 304})
-        for (int resident : {1, 2, 3}) {
-          const int s = step10::choose_num_splits(blocks, tiles, sms, resident);
+        for (int per_sm : {1, 2, 3}) {
+          const int s = step10::choose_num_splits(blocks, tiles, sms, per_sm);
           EXPECT_GE(s, 1);
           EXPECT_LE(s, std::max<std::int64_t>(1, std::min<std::int64_t>(tiles / step10::kMinTilesPerSplit,
                                                                           step10::kMaxSplits)));
@@ -153,7 +171,7 @@ TEST(Plan, HeuristicCountIgnoresWhatIsForced) {
   const int sms = vendor::device_count() > 0 ? vendor::multiprocessor_count() : 0;
   const step10::SplitPlan plan = step10::plan_splits(a, sms, 1);
   const int want = step10::choose_num_splits(plan.batch_heads_kv * plan.m_tiles, plan.key_tiles, sms,
-                                             step10::resident_blocks_per_sm(plan.tile, plan.head_dim));
+                                             step10::target_blocks_per_sm(plan.tile, plan.head_dim));
   EXPECT_EQ(step10::heuristic_num_splits(a), want);
   {
     const ScopedEnv env("FLASHSTEPS_NUM_SPLITS", "7");

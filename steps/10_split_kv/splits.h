@@ -26,34 +26,42 @@
 namespace flashsteps::step10 {
 
 /// One tile shape of step 10's kernel: BLOCK_M packed rows per block, BLOCK_N keys per K/V
-/// tile, WARPS warps (wavefronts) of BLOCK_M / WARPS rows each, STAGES K/V buffers.
+/// tile, WARPS_M x WARPS_N warps (wavefronts), STAGES K/V buffers. Warp (wm, wn) owns the
+/// BLOCK_M / WARPS_M rows wm and the BLOCK_N / WARPS_N keys wn of every tile: with WARPS_N > 1
+/// the warps of a block split the keys as the blocks of a call do, each keeping its own running
+/// max, sum and O, and the block combines them at the end by the same rule as the combine.
 struct TileShape {
   int block_m;  ///< packed rows (query rows x heads of a group) per block
-  int block_n;  ///< keys per K/V tile
-  int warps;    ///< warps (NVIDIA) or wavefronts (AMD) per block
+  int block_n;  ///< keys per K/V tile (all warps together)
+  int warps_m;  ///< warps (NVIDIA) or wavefronts (AMD) down the rows, BLOCK_M / WARPS_M rows each
+  int warps_n;  ///< warps across the keys, BLOCK_N / WARPS_N keys of every tile each
   int stages;   ///< K/V shared-memory buffers of the copy pipeline
+  constexpr int warps() const { return warps_m * warps_n; }  ///< warps per block
 };
 
-/// The decode tile, for G Nq <= 16 packed rows: one warp and one 16-row MMA tile, a K tile of
-/// 16 KiB at head dims 64 and 128 (8 KiB on AMD's 64 KiB of LDS) and three stages (two on AMD, whose copies are
-/// synchronous), so two blocks share an H200 SM with two 32 KiB K/V tiles in flight each.
-/// @p head_dim is a compiled head dim (kTensorCoreHeadDims).
+/// The decode tile, for G Nq <= 16 packed rows: one 16-row MMA tile whose keys are split
+/// across four warps (two wavefronts on AMD), and three stages (two on AMD, whose copies are
+/// synchronous). On an H200 two blocks share an SM: eight warps, with four K/V tiles in flight
+/// (at head dim 128: 64 keys, 34 KiB each). One warp per block, the first version of this step,
+/// kept two warps per SM and issued an instruction every 2.75 cycles on its own; PyTorch's
+/// cuDNN backend splits its 128-key tile over four warps the same way (Nsight Compute names
+/// its kernel 16x128x128_1x4x1). @p head_dim is a compiled head dim (kTensorCoreHeadDims).
 constexpr TileShape decode_tile(int head_dim) {
 #if FLASHSTEPS_VENDOR_HIP
-  return {16, head_dim <= 128 ? 32 : 16, 1, 2};
+  return head_dim <= 128 ? TileShape{16, 32, 1, 2, 2} : TileShape{16, 16, 1, 1, 2};
 #else
-  // 96 and 256: narrower K tiles keep the one warp within its registers (96's 12 copies per
-  // row do not divide the 32 lanes, so the copy addresses are not one running pointer).
-  return {16, head_dim <= 64 ? 128 : head_dim == 128 ? 64 : head_dim == 96 ? 32 : 16, 1, 3};
+  // 256: two warps of 16 keys keep two blocks per SM within the 228 KiB of shared memory.
+  return head_dim <= 64 ? TileShape{16, 128, 1, 4, 3}
+                        : head_dim <= 128 ? TileShape{16, 64, 1, 4, 3} : TileShape{16, 32, 1, 2, 3};
 #endif
 }
 
 /// The prefill tile, for more than 16 packed rows: step 05's shape with 16 rows per warp.
 constexpr TileShape prefill_tile(int head_dim) {
 #if FLASHSTEPS_VENDOR_HIP
-  return head_dim <= 128 ? TileShape{64, 32, 4, 2} : TileShape{32, 16, 2, 2};
+  return head_dim <= 128 ? TileShape{64, 32, 4, 1, 2} : TileShape{32, 16, 2, 1, 2};
 #else
-  return head_dim <= 128 ? TileShape{64, 64, 4, 2} : TileShape{64, 32, 4, 2};
+  return head_dim <= 128 ? TileShape{64, 64, 4, 1, 2} : TileShape{64, 32, 4, 1, 2};
 #endif
 }
 
@@ -63,27 +71,34 @@ constexpr std::size_t tile_smem_bytes(const TileShape& tile, int head_dim) {
   return static_cast<std::size_t>(tile.block_m + 2 * tile.stages * tile.block_n) * (head_dim + 8) * 2;
 }
 
-/// Blocks of @p tile that one SM (CU) holds at once, from its shared memory and threads (an
-/// estimate from the architecture's limits, not an occupancy query): 2 for the H200 decode tile.
-int resident_blocks_per_sm(const TileShape& tile, int head_dim);
-
 /// Largest number of splits: forced values above it are refused, the heuristic stays below.
 inline constexpr int kMaxSplits = 256;
 /// The heuristic gives every split at least this many K/V tiles (its prologue and the combine
 /// cost about one tile's time; a split of one tile would spend half its time on them).
 inline constexpr int kMinTilesPerSplit = 2;
 
+/// Blocks of @p tile that one SM (CU) holds at once, from its shared memory and threads (an
+/// estimate from the architecture's limits, not an occupancy query): 2 on the H200 for both tiles.
+int resident_blocks_per_sm(const TileShape& tile, int head_dim);
+
+/// Blocks per SM that the split count aims for: one of the decode tile, whose four warps
+/// stream their keys fast enough that a second block adds little while every extra split
+/// adds partial writes to the combine (the chapter's sweep: 16 splits beat 32 at B = 1);
+/// resident_blocks_per_sm() of the prefill tile, whose 64 rows are arithmetic-bound.
+int target_blocks_per_sm(const TileShape& tile, int head_dim);
+
 /// The split count the heuristic chooses for a grid of @p blocks_unsplit blocks (one per
 /// batch, KV head and row tile) whose rows see up to @p key_tiles K/V tiles, on a GPU of
-/// @p sm_count SMs each holding @p resident_per_sm blocks:
-///  - 1 when the unsplit grid already fills every SM (prefill-like shapes) or when there is
-///    no SM count (no device);
-///  - else the fewest splits whose grid fills the SMs at least once and ends its last wave at
-///    least 90 % full (waves / ceil(waves) >= 0.9), at most key_tiles / kMinTilesPerSplit
-///    and kMaxSplits; that cap itself when no count reaches one full wave.
-/// Example (H200, 132 SMs, 2 decode blocks each): B = 8, Hkv = 8, Nq = 1 (64 blocks) gives 8
-/// splits (512 blocks, 1.94 waves); B = 1 gives 33 (264 blocks, one wave).
-int choose_num_splits(std::int64_t blocks_unsplit, std::int64_t key_tiles, int sm_count, int resident_per_sm);
+/// @p sm_count SMs of @p blocks_per_sm blocks each (a wave: sm_count x blocks_per_sm blocks):
+///  - 1 when the unsplit grid already fills a wave (prefill-like shapes, and decode with many
+///    batches and heads) or when there is no SM count (no device);
+///  - else the fewest splits whose grid keeps at least 95 % of a wave's blocks busy in every
+///    wave (waves / ceil(waves) >= 0.95), at most key_tiles / kMinTilesPerSplit and
+///    kMaxSplits; that cap itself when no count qualifies.
+/// Example (H200, 132 SMs, one decode block per SM): B = 1, Hkv = 8, Nq = 1 (8 blocks) gives
+/// 16 splits (128 blocks, 0.97 of a wave; 15 would leave 12 SMs idle); B = 8 gives 2; B = 32
+/// (256 blocks) gives 1.
+int choose_num_splits(std::int64_t blocks_unsplit, std::int64_t key_tiles, int sm_count, int blocks_per_sm);
 
 /// Where a split count came from.
 enum class SplitSource {

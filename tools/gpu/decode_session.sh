@@ -21,7 +21,8 @@
 #    sdpa-bf16-hd128                  PyTorch SDPA, 3 backends, both Hkv              25 s
 #    sweep-b1-nk16384, sweep-b8-nk65536, sweep-b1-nk4096
 #                                     step 10's split sweep, 10 counts each      3 x 8 s
-#    memcheck, racecheck              compute-sanitizer (measured: 2 s and 4 s)   5 + 5 s
+#    memcheck, racecheck, initcheck, synccheck
+#                                     compute-sanitizer (measured: 2-4 s each)    4 x 5 s
 #    decode10-fp16-hd128-hkv8, -hkv32                                            2 x 10 s
 #    decode10-{bf16,fp16}-hd64-{hkv8,hkv32}                                      4 x 10 s
 #    sdpa-fp16-hd128, sdpa-hd64                                                  20 + 35 s
@@ -250,9 +251,12 @@ fi
 cases='*/s5_b2_hq8_hkv2_nq1_nk1025_d128_fp16_*:*/s64_b2_hq16_hkv2_nq1_nk1025_d128_bf16_*'
 cases+=':*/s40_b2_hq8_hkv2_nq16_nk1000_d64_bf16_causal_top_left_*:*/s4_b1_hq8_hkv2_nq128_nk1000_d128_*'
 cases+=':*/s4_b1_hq8_hkv2_nq3_nk0_*:*/auto_b2_hq32_hkv8_nq1_nk2000_*:SplitKvHugeLogits.EqualLogits1e11*'
+# initcheck and synccheck take the filters of memcheck and racecheck (as gpu_session.sh does).
 declare -A sanitizer_filter=([memcheck]="${FLASHSTEPS_MEMCHECK_FILTER:-$cases:Harness.*}"
                              [racecheck]="${FLASHSTEPS_RACECHECK_FILTER:-$cases}")
-for tool in memcheck racecheck; do
+sanitizer_filter[initcheck]="${sanitizer_filter[memcheck]}"
+sanitizer_filter[synccheck]="${sanitizer_filter[racecheck]}"
+for tool in memcheck racecheck initcheck synccheck; do
   if skipped "$tool" || command -v compute-sanitizer > /dev/null; then
     phase "$tool" 45 5 "$work/test_step10.$tool.log" \
       compute-sanitizer --tool "$tool" --error-exitcode 3 "$build/bin/test_step10" --gtest_brief=1 \

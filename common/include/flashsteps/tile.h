@@ -72,8 +72,8 @@ namespace flashsteps::tile {
 /// elements apart, 16-byte aligned) to shared memory (pitch @p pitch), 16 bytes per copy, with
 /// THREADS threads. Rows at or past @p valid_rows and columns at or past @p valid_cols (a
 /// multiple of 8) are zero-filled instead of read. Asynchronous on NVIDIA: see commit() and
-/// wait_pending().
-template <int ROWS, int COLS, int THREADS, typename T>
+/// wait_pending(). L2_LINE: see copy_16B_async() (step 10's K/V streams set it).
+template <int ROWS, int COLS, int THREADS, bool L2_LINE = false, typename T>
 __device__ __forceinline__ void load_tile_async(T* smem, int pitch, const T* gmem, std::int64_t row_stride,
                                                 std::int64_t valid_rows, int valid_cols) {
   constexpr int kChunksPerRow = COLS / kChunk;
@@ -86,7 +86,7 @@ __device__ __forceinline__ void load_tile_async(T* smem, int pitch, const T* gme
       if (kChunks % THREADS != 0 && e >= kChunks) break;
       const int r = e / kChunksPerRow, c = (e % kChunksPerRow) * kChunk;
       const bool in_bounds = r < valid_rows && c < valid_cols;
-      copy_16B_async(smem + r * pitch + c, in_bounds ? gmem + r * row_stride + c : gmem, in_bounds);
+      copy_16B_async<L2_LINE>(smem + r * pitch + c, in_bounds ? gmem + r * row_stride + c : gmem, in_bounds);
     }
     return;
   }
@@ -102,7 +102,7 @@ __device__ __forceinline__ void load_tile_async(T* smem, int pitch, const T* gme
     const int r = r0 + it * kRowStep;
     if (ROWS % kRowStep != 0 && r >= ROWS) break;
     const bool in_bounds = r < valid_rows && c < valid_cols;
-    copy_16B_async(dst, in_bounds ? src : gmem, in_bounds);
+    copy_16B_async<L2_LINE>(dst, in_bounds ? src : gmem, in_bounds);
     src += kRowStep * row_stride;
     dst += kRowStep * pitch;
   }

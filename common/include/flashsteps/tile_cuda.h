@@ -117,11 +117,17 @@ __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
 
 // [introduced:04] cp.async
 /// 16 bytes global -> shared, asynchronously (`cp.async.cg`, bypassing L1 and the registers);
-/// writes zeros instead when @p in_bounds is false (source size 0: nothing is read).
-template <typename T>
+/// writes zeros instead when @p in_bounds is false (source size 0: nothing is read). With
+/// L2_LINE (step 10), L2 fetches the whole 128-byte line of the 16 bytes from DRAM at once
+/// (`.L2::128B`, PTX ISA 9.7.9.25.3.1), not the 32-byte sectors as they are asked for.
+template <bool L2_LINE = false, typename T>
 __device__ __forceinline__ void copy_16B_async(T* smem, const T* gmem, bool in_bounds) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
-               "r"(in_bounds ? 16 : 0));
+  if constexpr (L2_LINE)
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+                 "r"(in_bounds ? 16 : 0));
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+                 "r"(in_bounds ? 16 : 0));
 }
 /// Closes the group of copies issued since the last commit.
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }

@@ -111,8 +111,9 @@ __device__ __forceinline__ float exp2_approx(float x) { return exp2f(x); }
 __device__ __forceinline__ bool warp_any(bool p) { return __any(p); }
 
 /// 16 bytes global -> LDS (through registers: the copy completes before this returns);
-/// zeros instead when @p in_bounds is false.
-template <typename T>
+/// zeros instead when @p in_bounds is false. L2_LINE (NVIDIA's whole-line L2 fetch) has no
+/// counterpart here and changes nothing.
+template <bool L2_LINE = false, typename T>
 __device__ __forceinline__ void copy_16B_async(T* smem, const T* gmem, bool in_bounds) {
   uint4 v = make_uint4(0, 0, 0, 0);
   if (in_bounds) v = *reinterpret_cast<const uint4*>(gmem);
