@@ -9,15 +9,17 @@
 //     contiguous ranges, one block each; a block writes its unnormalised O, row max m and row
 //     sum l to a workspace, and combine_kernel merges the splits exactly (weights
 //     exp2((m_s - m) scale log2 e), subtract first)
-//   - no tuned space: one 16-row, one-warp tile for decode (G Nq <= 16) and step 05's 64-row
-//     tile otherwise; the split count comes from the grid and the SM count (splits.h)
+//   - split inside the block too: the decode tile's four warps share each K/V tile's keys
+//     (WARPS_N), each with its own m, l and O, and the block combines them by the same rule
+//   - no tuned space: one 16-row tile for decode (G Nq <= 16) and step 05's 64-row tile
+//     otherwise; the split count comes from the grid and the SM count (splits.h)
 // Why it is faster: at Nq = 1 attention is a streaming read of the K/V cache (2 B Hkv Nk D
 // elements for 4 B Hq D FLOPs per key), so what counts is bytes read and SMs busy. Step 06
 // runs B Hq blocks of 64+ rows, mostly padding, and reads each KV head Hq / Hkv times; at
 // B = 1 its 32 blocks leave 100 of 132 SMs idle. Step 10 reads each KV head once and cuts the
-// keys until every SM holds blocks.
+// keys until every SM holds a block.
 // Its decode-set times and TB/s on an NVIDIA H200, beside PyTorch SDPA's, are in the chapter
-// and the README's results table (results/nvidia-h200/step10-decode.json, commit 411dae2).
+// and the README's results table (results/nvidia-h200/step10-decode.json, commit 57aee26).
 // Limits: as step 06 (fp16/bf16, head_dim a multiple of 8 up to 256, 16-byte alignment); a
 // split call needs workspace_bytes(args) of device scratch; at most kMaxSplits (256) splits.
 // Chapter: book/steps/10_split_kv.md
