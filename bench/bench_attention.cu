@@ -181,12 +181,33 @@ Prepared& prepare(const std::string& name, const std::function<Source()>& make_s
   return *g_prepared;
 }
 
-// Spins one thread for about @p cycles SM clock cycles: the GPU is busy while the host queues
-// the calls behind it, so the first timed call starts with all of them queued.
-__global__ void gpu_wait_kernel(long long cycles) {
-  const long long start = clock64();
-  while (clock64() - start < cycles) {
+// Spins one thread for @p ticks of a GPU counter: the GPU is busy while the host queues the
+// calls behind it, so the first timed call starts with all of them queued. NVIDIA: clock64(),
+// SM cycles. AMD: wall_clock64(), whose rate is a device attribute (clock64() there counts at
+// a rate of its own).
+__global__ void gpu_wait_kernel(long long ticks) {
+#if FLASHSTEPS_VENDOR_HIP
+  const long long start = wall_clock64();
+  while (wall_clock64() - start < ticks) {
   }
+#else
+  const long long start = clock64();
+  while (clock64() - start < ticks) {
+  }
+#endif
+}
+
+// Ticks of gpu_wait_kernel's counter per millisecond on the current device.
+long long wait_ticks_per_ms() {
+#if FLASHSTEPS_VENDOR_HIP
+  int device = 0, khz = 0;
+  if (hipGetDevice(&device) != hipSuccess ||
+      hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, device) != hipSuccess || khz <= 0)
+    khz = 100000;  // the usual 100 MHz
+  return khz;
+#else
+  return static_cast<long long>(std::max(g_device.max_clock_mhz, 1000)) * 1000;  // at the peak clock
+#endif
 }
 
 void run_benchmark(benchmark::State& state, const std::string& name, const std::function<Source()>& make_source) {
@@ -218,10 +239,10 @@ void run_benchmark(benchmark::State& state, const std::string& name, const std::
   std::size_t call = 0;
   // 0.5 ms: a batch spans about 1 ms of calls, at most 64, so the host keeps ahead as long as
   // it launches a call at most 7.8 us slower than the GPU runs it.
-  const long long wait_cycles = static_cast<long long>(std::max(g_device.max_clock_mhz, 1000)) * 500;
+  const long long wait_ticks = wait_ticks_per_ms() / 2;
   while (state.KeepRunningBatch(batch)) {
     if (batch > 1) {
-      gpu_wait_kernel<<<1, 1>>>(wait_cycles);
+      gpu_wait_kernel<<<1, 1>>>(wait_ticks);
       FLASHSTEPS_CHECK_LAUNCH("gpu_wait_kernel");
     }
     vendor::event_record(start, nullptr);

@@ -87,8 +87,11 @@ TEST(Plan, DecodeSplitCountsOnAnH200) {
   // The prefill tile aims at the two blocks an SM holds: chunked prefill, Nq = 128, Hkv = 8
   // (64 row tiles) gets 4 splits, 256 blocks for 264.
   EXPECT_EQ(step10::choose_num_splits(64, 128, 132, 2), 4);
-  // Short keys cap the count at kMinTilesPerSplit tiles per split.
+  // Short keys cap the count at kMinTilesPerSplit tiles per split; below the cap the count
+  // that keeps the most blocks busy: 8 blocks grow towards one wave up to the cap, 8 splits;
+  // 100 blocks with a cap of 8 keep 95 % busy at no count, most at 5 (500 blocks, 3.79 waves).
   EXPECT_EQ(step10::choose_num_splits(8, 16, 132, 1), 16 / step10::kMinTilesPerSplit);
+  EXPECT_EQ(step10::choose_num_splits(100, 16, 132, 1), 5);
   EXPECT_EQ(step10::choose_num_splits(8, 3, 132, 1), 1);
   // Never above kMaxSplits.
   EXPECT_LE(step10::choose_num_splits(1, 1 << 20, 1000, 1), step10::kMaxSplits);
@@ -102,8 +105,8 @@ TEST(Plan, TheDecodeTileAimsAtOneBlockPerSm) {
         << "head_dim " << d;
   }
 #if !FLASHSTEPS_VENDOR_HIP
-  EXPECT_EQ(step10::resident_blocks_per_sm(step10::prefill_tile(128), 128), 2);  // 68 KiB each of 228
-  EXPECT_EQ(step10::resident_blocks_per_sm(step10::decode_tile(128), 128), 2);   // 109 KiB each
+  EXPECT_EQ(step10::resident_blocks_per_sm(step10::prefill_tile(128), 128), 2);  // 85 KiB each of 228
+  EXPECT_EQ(step10::resident_blocks_per_sm(step10::decode_tile(128), 128), 2);   // 106 KiB each
 #endif
 }
 
@@ -260,9 +263,20 @@ std::vector<SplitCase> split_cases() {
   for (auto [nq, nk] : std::vector<std::pair<int, int>>{{1, 100}, {3, 200}, {16, 1000}, {130, 700}, {50, 20}})
     for (Mask m : {Mask::causal_bottom_right, Mask::causal_top_left})
       add(make(2, 8, 2, nq, nk, 64, DType::bf16, m), {0, 1, 3, 40});
-  // Chunked prefill as the benchmark runs it (Nq = 128, bottom-right), at a test's size.
+  // The decode tile's warps split each tile's keys: 16 keys per warp at D = 128 (and 96), two
+  // warps at D = 256. Causal rows that stop inside a tile leave some warps' slices fully masked.
+  for (std::int64_t d : {128, 256})
+    for (auto [nq, nk] : std::vector<std::pair<int, int>>{{1, 100}, {3, 200}})
+      add(make(2, 8, 2, nq, nk, d, DType::f16, Mask::causal_top_left), {1, 3});
+  // Chunked prefill as the benchmark runs it (Nq = 128, bottom-right), at a test's size, and at
+  // D = 256, whose prefill tile's partial results fill the K/V buffers most tightly.
   for (std::int64_t d : {64, 128})
     add(make(1, 8, 2, 128, 1000, d, DType::f16, Mask::causal_bottom_right, Layout::bshd), {0, 1, 4, 13});
+  add(make(1, 8, 2, 128, 1000, 256, DType::f16, Mask::causal_bottom_right, Layout::bshd), {1, 4});
+  // The combine kernel past its first reads (kAhead kGroups splits: 16 at D = 256, 40 at
+  // D = 96, 64 at D = 64, 128 at D = 32) and at kMaxSplits, most splits empty.
+  for (std::int64_t d : {32, 64, 96, 256})
+    add(make(1, 8, 2, 1, 777, d, DType::bf16, Mask::none), {200, 256});
   // Every head-dim bucket of the tensor-core steps, padded ones included.
   for (std::int64_t d : {16, 32, 40, 64, 80, 96, 200, 256})
     add(make(1, 8, 2, 1, 777, d, DType::bf16, Mask::none), {0, 1, 6});

@@ -43,7 +43,7 @@ struct TileShape {
 /// across four warps (two wavefronts on AMD), and three stages (two on AMD, whose copies are
 /// synchronous). On an H200 two blocks share an SM: eight warps, with four K/V tiles in flight
 /// (at head dim 128: 64 keys, 34 KiB each). One warp per block, the first version of this step,
-/// kept two warps per SM and issued an instruction every 2.75 cycles on its own; PyTorch's
+/// kept two warps per SM, each issuing an instruction every 3.6 cycles (Nsight Compute); PyTorch's
 /// cuDNN backend splits its 128-key tile over four warps the same way (Nsight Compute names
 /// its kernel 16x128x128_1x4x1). @p head_dim is a compiled head dim (kTensorCoreHeadDims).
 constexpr TileShape decode_tile(int head_dim) {
@@ -94,7 +94,8 @@ int target_blocks_per_sm(const TileShape& tile, int head_dim);
 ///    batches and heads) or when there is no SM count (no device);
 ///  - else the fewest splits whose grid keeps at least 95 % of a wave's blocks busy in every
 ///    wave (waves / ceil(waves) >= 0.95), at most key_tiles / kMinTilesPerSplit and
-///    kMaxSplits; that cap itself when no count qualifies.
+///    kMaxSplits; when no count up to that cap qualifies, the one that keeps the most busy
+///    (the smallest of equals).
 /// Example (H200, 132 SMs, one decode block per SM): B = 1, Hkv = 8, Nq = 1 (8 blocks) gives
 /// 16 splits (128 blocks, 0.97 of a wave; 15 would leave 12 SMs idle); B = 8 gives 2; B = 32
 /// (256 blocks) gives 1.

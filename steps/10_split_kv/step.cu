@@ -241,7 +241,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<
   float* m_w = reinterpret_cast<float*>(K_smem);  // [WARPS_N][BLOCK_M]
   float* l_w = m_w + WARPS_N * BLOCK_M;           // [WARPS_N][BLOCK_M]
   float* o_w = l_w + WARPS_N * BLOCK_M;           // [WARPS_N][BLOCK_M][O_PITCH]
-  constexpr int O_PITCH = HEAD_DIM + 4;           // 4 banks apart: the fragments' rows do not collide
+  constexpr int O_PITCH = HEAD_DIM + 4;           // rows 4 banks apart: fewer bank conflicts than HEAD_DIM
   static_assert((2 + O_PITCH) * WARPS_N * BLOCK_M * sizeof(float) <= 2 * STAGES * BLOCK_N * PITCH * sizeof(T),
                 "the warps' partial results must fit in the K/V buffers");
   {
@@ -303,9 +303,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<
 // (subtract first; w_s = 0 for a split that saw no key),
 //     O = sum_s w_s O_s / sum_s w_s l_s,   LSE = (m scale log2 e + log2 sum_s w_s l_s) ln 2,
 // exactly the softmax over all the keys (the chapter shows why). No key at all: O = 0, LSE = -inf.
-// A call spends about one memory latency here, whatever the split count: every thread first
-// reads the O_s rows it will sum (they do not depend on the weights) while the first warp reads
-// every split's m_s and l_s at once (a lane per split); only then do they wait for each other.
+// A call spends about one memory latency here up to kAhead kGroups splits (32 at head dim 128,
+// one more past them): every thread first reads the O_s rows it will sum (they do not depend on
+// the weights) while the first warp reads every split's m_s and l_s at once (a lane per split);
+// only then do they wait for each other.
 // (The first version looped over the splits with each weight waiting on the read before it:
 // 0.36 us per split on the H200, 12.6 us at 32 splits, more than the split kernel's 8.4.)
 constexpr int kCombineThreads = 128;
@@ -465,11 +466,15 @@ int choose_num_splits(std::int64_t blocks_unsplit, std::int64_t key_tiles, int s
   std::int64_t cap = key_tiles / kMinTilesPerSplit;
   if (cap > kMaxSplits) cap = kMaxSplits;
   if (cap <= 1) return 1;
+  std::int64_t best = 1;
+  double best_fill = static_cast<double>(blocks_unsplit) / static_cast<double>(slots);
   for (std::int64_t s = 2; s <= cap; ++s) {
     const double waves = static_cast<double>(blocks_unsplit * s) / static_cast<double>(slots);
-    if (waves / std::ceil(waves) >= 0.95) return static_cast<int>(s);
+    const double fill = waves / std::ceil(waves);  // busy share of the waves' blocks
+    if (fill >= 0.95) return static_cast<int>(s);
+    if (fill > best_fill) best = s, best_fill = fill;
   }
-  return static_cast<int>(cap);
+  return static_cast<int>(best);
 }
 
 std::int64_t SplitPlan::blocks() const { return batch_heads_kv * m_tiles * num_splits; }

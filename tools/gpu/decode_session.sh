@@ -251,6 +251,9 @@ fi
 cases='*/s5_b2_hq8_hkv2_nq1_nk1025_d128_fp16_*:*/s64_b2_hq16_hkv2_nq1_nk1025_d128_bf16_*'
 cases+=':*/s40_b2_hq8_hkv2_nq16_nk1000_d64_bf16_causal_top_left_*:*/s4_b1_hq8_hkv2_nq128_nk1000_d128_*'
 cases+=':*/s4_b1_hq8_hkv2_nq3_nk0_*:*/auto_b2_hq32_hkv8_nq1_nk2000_*:SplitKvHugeLogits.EqualLogits1e11*'
+# The four-warp decode tile with masked warps' slices, the D = 256 prefill tile with splits, and
+# the combine kernel at kMaxSplits.
+cases+=':*/s3_b2_hq8_hkv2_nq3_nk200_d128_*:*/s4_b1_hq8_hkv2_nq128_nk1000_d256_*:*/s256_b1_hq8_hkv2_nq1_nk777_d96_*'
 # initcheck and synccheck take the filters of memcheck and racecheck (as gpu_session.sh does).
 declare -A sanitizer_filter=([memcheck]="${FLASHSTEPS_MEMCHECK_FILTER:-$cases:Harness.*}"
                              [racecheck]="${FLASHSTEPS_RACECHECK_FILTER:-$cases}")
