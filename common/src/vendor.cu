@@ -63,6 +63,17 @@ std::size_t max_dynamic_smem() {
   return static_cast<std::size_t>(bytes);
 }
 
+bool dependent_launch_supported() {
+#if FLASHSTEPS_VENDOR_HIP
+  return false;
+#else
+  int device = 0, major = 0;
+  FLASHSTEPS_CHECK(cudaGetDevice(&device));
+  FLASHSTEPS_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major >= 9;
+#endif
+}
+
 int multiprocessor_count() {
   int device = 0, count = 0;
   FLASHSTEPS_CHECK(FS_RT(GetDevice)(&device));

@@ -103,6 +103,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<
   T* Q_smem = reinterpret_cast<T*>(smem_u4);        // [BLOCK_M][PITCH] packed rows
   T* K_smem = Q_smem + BLOCK_M * PITCH;             // [STAGES][BLOCK_N][PITCH]
   T* V_smem = K_smem + STAGES * BLOCK_N * PITCH;    // [STAGES][BLOCK_N][PITCH]
+  vendor::allow_dependent_launch();  // the combine may launch now; it waits for this grid's end
   const int warp = threadIdx.x / vendor::kWarpSize;
   const int warp_m = warp % Cfg::WARPS_M, warp_n = warp / Cfg::WARPS_M;  // this warp's rows, its keys of a tile
 
@@ -321,6 +322,7 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(SplitParams<T>
   __shared__ float o_g[kGroups][HEAD_DIM];                  // each group's sum of w_s O_s
   const std::int64_t rows = p.B * p.Hq * p.Nq, row = blockIdx.x;
   const int S = p.num_splits;
+  vendor::wait_for_prior_grid();  // launched early (launch_dependent): the partials must be written
   // Thread (group g, chunk c) sums w_s O_s over the splits s = g, g + kGroups, ... of its
   // 8 columns (a split with no key wrote O_s = 0: weight 0 times 0).
   const int group = threadIdx.x / kChunksPerRow, c = (threadIdx.x % kChunksPerRow) * tile::kChunk;
@@ -417,7 +419,10 @@ void launch(const AttentionArgs& args, const SplitPlan& plan, vendor::Stream str
         if (blocks > vendor::max_grid_blocks(kCombineThreads))
           throw exceeds_limit("step 10", "combine blocks (batch * heads_q * seqlen_q)", blocks,
                               "the runtime's grid limit", vendor::max_grid_blocks(kCombineThreads));
-        combine_kernel<T, HEAD_DIM><<<static_cast<unsigned>(blocks), kCombineThreads, 0, stream>>>(p);
+        // Launched while the split kernel's last blocks run (NVIDIA sm_90+), so its launch and
+        // its first instructions hide behind them; it waits for their results.
+        vendor::launch_dependent(&combine_kernel<T, HEAD_DIM>, static_cast<unsigned>(blocks), kCombineThreads,
+                                 stream, p);
         FLASHSTEPS_CHECK_LAUNCH("step10::combine_kernel");
       }
     }

@@ -96,6 +96,11 @@ std::size_t max_dynamic_smem();
 /// Number of multiprocessors (NVIDIA SMs / AMD CUs) of the current device.
 int multiprocessor_count();
 
+/// Whether launch_dependent() may start a kernel before the kernel ahead of it on its stream
+/// has finished (programmatic dependent launch): NVIDIA devices of compute capability 9.0 and
+/// up (the current device); never on AMD.
+bool dependent_launch_supported();
+
 /// Name of the current device as the runtime reports it, e.g. "NVIDIA H200".
 /// @throws DeviceError when there is no device.
 std::string device_name();
@@ -138,6 +143,50 @@ __device__ __forceinline__ T shfl_xor(T value, int lane_mask) {
   return __shfl_xor(value, lane_mask, kWarpSize);
 #else
   return __shfl_xor_sync(0xffffffffu, value, lane_mask, kWarpSize);
+#endif
+}
+
+// Programmatic dependent launch (NVIDIA sm_90+; PTX ISA 9.7.13.13, griddepcontrol): a kernel
+// started by launch_dependent() may run while the kernel ahead of it finishes, so its launch
+// and prologue hide behind that kernel's tail. Both device calls do nothing on AMD, on older
+// NVIDIA GPUs and in kernels launched the ordinary way.
+
+/// In the kernel ahead: lets the dependent kernel launch once every block of this grid has
+/// called this (or exited). It says nothing about this kernel's writes; see wait_for_prior_grid().
+__device__ __forceinline__ void allow_dependent_launch() {
+#if FLASHSTEPS_VENDOR_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/// In the dependent kernel: waits until the kernel ahead has finished and its writes are
+/// visible. Call it before reading anything that kernel wrote.
+__device__ __forceinline__ void wait_for_prior_grid() {
+#if FLASHSTEPS_VENDOR_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+/// kernel<<<grid, block, 0, stream>>>(args...), allowed to start before the kernel ahead of it
+/// on @p stream has finished when dependent_launch_supported() (the kernel must then call
+/// wait_for_prior_grid() before it reads that kernel's results). The caller checks the
+/// launch with FLASHSTEPS_CHECK_LAUNCH, as for any launch.
+template <typename... Params, typename... Args>
+void launch_dependent(void (*kernel)(Params...), unsigned grid, unsigned block, Stream stream, Args... args) {
+#if FLASHSTEPS_VENDOR_HIP
+  kernel<<<grid, block, 0, stream>>>(args...);
+#else
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(block);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1] = {};
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = dependent_launch_supported() ? 1 : 0;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  check(cudaLaunchKernelEx(&config, kernel, args...), "cudaLaunchKernelEx", __FILE__, __LINE__);
 #endif
 }
 
