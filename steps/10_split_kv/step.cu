@@ -8,7 +8,8 @@
 //   - split-KV (flash-decoding): the key tiles a row tile sees are cut into num_splits
 //     contiguous ranges, one block each; a block writes its unnormalised O, row max m and row
 //     sum l to a workspace, and combine_kernel merges the splits exactly (weights
-//     exp2((m_s - m) scale log2 e), subtract first)
+//     exp2((m_s - m) scale log2 e), subtract first), launched to start while the split
+//     kernel finishes (vendor::launch_dependent)
 //   - split inside the block too: the decode tile's four warps share each K/V tile's keys
 //     (WARPS_N), each with its own m, l and O, and the block combines them by the same rule
 //   - no tuned space: one 16-row tile for decode (G Nq <= 16) and step 05's 64-row tile
@@ -19,7 +20,7 @@
 // B = 1 its 32 blocks leave 100 of 132 SMs idle. Step 10 reads each KV head once and cuts the
 // keys until every SM holds a block.
 // Its decode-set times and TB/s on an NVIDIA H200, beside PyTorch SDPA's, are in the chapter
-// and the README's results table (results/nvidia-h200/step10-decode.json, commit 57aee26).
+// and the README's results table (results/nvidia-h200/step10-decode.json, commit 428578c).
 // Limits: as step 06 (fp16/bf16, head_dim a multiple of 8 up to 256, 16-byte alignment); a
 // split call needs workspace_bytes(args) of device scratch; at most kMaxSplits (256) splits.
 // Chapter: book/steps/10_split_kv.md
