@@ -422,8 +422,8 @@ void launch(const AttentionArgs& args, const SplitPlan& plan, vendor::Stream str
                               "the runtime's grid limit", vendor::max_grid_blocks(kCombineThreads));
         // Launched while the split kernel's last blocks run (NVIDIA sm_90+), so its launch and
         // its first instructions hide behind them; it waits for their results.
-        vendor::launch_dependent(&combine_kernel<T, HEAD_DIM>, static_cast<unsigned>(blocks), kCombineThreads,
-                                 stream, p);
+        vendor::launch_dependent("step10::combine_kernel", &combine_kernel<T, HEAD_DIM>,
+                                 static_cast<unsigned>(blocks), kCombineThreads, stream, p);
         FLASHSTEPS_CHECK_LAUNCH("step10::combine_kernel");
       }
     }

@@ -96,9 +96,12 @@ std::size_t max_dynamic_smem();
 /// Number of multiprocessors (NVIDIA SMs / AMD CUs) of the current device.
 int multiprocessor_count();
 
-/// Whether launch_dependent() may start a kernel before the kernel ahead of it on its stream
-/// has finished (programmatic dependent launch): NVIDIA devices of compute capability 9.0 and
-/// up (the current device); never on AMD.
+/// Whether launch_dependent() asks the current device for a programmatic dependent launch:
+/// NVIDIA devices of compute capability 9.0 and up; never on AMD. (A newer GPU that runs the
+/// compute_80 PTX of a build has empty griddepcontrol calls: its dependent kernels then start
+/// when the kernel ahead completes, as after an ordinary launch.)
+/// Source: CUDA C++ Programming Guide, "Programmatic Dependent Launch and Synchronization".
+/// @throws DeviceError when the runtime cannot be queried (no device)
 bool dependent_launch_supported();
 
 /// Name of the current device as the runtime reports it, e.g. "NVIDIA H200".
@@ -146,35 +149,49 @@ __device__ __forceinline__ T shfl_xor(T value, int lane_mask) {
 #endif
 }
 
-// Programmatic dependent launch (NVIDIA sm_90+; PTX ISA 9.7.13.13, griddepcontrol): a kernel
-// started by launch_dependent() may run while the kernel ahead of it finishes, so its launch
-// and prologue hide behind that kernel's tail. Both device calls do nothing on AMD, on older
-// NVIDIA GPUs and in kernels launched the ordinary way.
+// Programmatic dependent launch (NVIDIA, compute capability 9.0 and up): a kernel started by
+// launch_dependent() may run while the kernel ahead of it finishes, so its launch and prologue
+// hide behind that kernel's tail. Both device calls compile to nothing on AMD and for
+// architectures before sm_90.
 
-/// In the kernel ahead: lets the dependent kernel launch once every block of this grid has
-/// called this (or exited). It says nothing about this kernel's writes; see wait_for_prior_grid().
+/// In the kernel ahead: permits the next kernel on the stream, if it was started with
+/// launch_dependent(), to launch once every block of this grid has called this or exited (a
+/// permission: it may still launch later). No effect when the next kernel was launched the
+/// ordinary way. It says nothing about this kernel's writes; see wait_for_prior_grid().
+/// Source: PTX ISA, "Parallel Synchronization and Communication Instructions: griddepcontrol"
+/// (`griddepcontrol.launch_dependents`).
 __device__ __forceinline__ void allow_dependent_launch() {
 #if FLASHSTEPS_VENDOR_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
 
-/// In the dependent kernel: waits until the kernel ahead has finished and its writes are
-/// visible. Call it before reading anything that kernel wrote.
+/// In the dependent kernel: waits until every grid it depends on (the kernel ahead) has
+/// completed and its writes are visible; returns at once in a kernel launched the ordinary way.
+/// Call it before reading anything that kernel wrote.
+/// Source: PTX ISA, "Parallel Synchronization and Communication Instructions: griddepcontrol"
+/// (`griddepcontrol.wait`).
 __device__ __forceinline__ void wait_for_prior_grid() {
 #if FLASHSTEPS_VENDOR_CUDA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
 }
 
-/// kernel<<<grid, block, 0, stream>>>(args...), allowed to start before the kernel ahead of it
-/// on @p stream has finished when dependent_launch_supported() (the kernel must then call
-/// wait_for_prior_grid() before it reads that kernel's results). The caller checks the
-/// launch with FLASHSTEPS_CHECK_LAUNCH, as for any launch.
+/// kernel<<<grid, block, 0, stream>>>(args...) (a 1-D grid and block, no dynamic shared
+/// memory), allowed to start before the kernel ahead of it on @p stream has completed when
+/// dependent_launch_supported(): as soon as every block of that kernel has called
+/// allow_dependent_launch() or exited. The kernel must call wait_for_prior_grid() before it
+/// reads anything the kernel ahead wrote. On AMD: an ordinary launch.
+/// Source: CUDA C++ Programming Guide, "Programmatic Dependent Launch and Synchronization"
+/// (`cudaLaunchKernelEx`, `cudaLaunchAttributeProgrammaticStreamSerialization`).
+/// @throws DeviceError naming @p name when the launch is refused (the runtime's error is
+///         cleared, so a later launch check does not report it again)
 template <typename... Params, typename... Args>
-void launch_dependent(void (*kernel)(Params...), unsigned grid, unsigned block, Stream stream, Args... args) {
+void launch_dependent(const char* name, void (*kernel)(Params...), unsigned grid, unsigned block, Stream stream,
+                      Args... args) {
 #if FLASHSTEPS_VENDOR_HIP
   kernel<<<grid, block, 0, stream>>>(args...);
+  check_launch(name, __FILE__, __LINE__);
 #else
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
@@ -186,7 +203,11 @@ void launch_dependent(void (*kernel)(Params...), unsigned grid, unsigned block, 
   attribute[0].val.programmaticStreamSerializationAllowed = dependent_launch_supported() ? 1 : 0;
   config.attrs = attribute;
   config.numAttrs = 1;
-  check(cudaLaunchKernelEx(&config, kernel, args...), "cudaLaunchKernelEx", __FILE__, __LINE__);
+  const cudaError_t error = cudaLaunchKernelEx(&config, kernel, args...);
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();  // taken here: the exception reports it
+    check(error, name, __FILE__, __LINE__);
+  }
 #endif
 }
 
