@@ -181,29 +181,22 @@ Prepared& prepare(const std::string& name, const std::function<Source()>& make_s
   return *g_prepared;
 }
 
-// Spins one thread for @p ticks of a GPU counter: the GPU is busy while the host queues the
-// calls behind it, so the first timed call starts with all of them queued. NVIDIA: clock64(),
-// SM cycles. AMD: wall_clock64(), whose rate is a device attribute (clock64() there counts at
-// a rate of its own).
+// Spins one thread for @p ticks of clock64(): the GPU is busy while the host queues the calls
+// behind it, so the first timed call starts with all of them queued.
 __global__ void gpu_wait_kernel(long long ticks) {
-#if FLASHSTEPS_VENDOR_HIP
-  const long long start = wall_clock64();
-  while (wall_clock64() - start < ticks) {
-  }
-#else
   const long long start = clock64();
   while (clock64() - start < ticks) {
   }
-#endif
 }
 
-// Ticks of gpu_wait_kernel's counter per millisecond on the current device.
+// Ticks of clock64() per millisecond on the current device: NVIDIA counts SM cycles; AMD's
+// counter has a rate of its own, the device attribute ClockInstructionRate (kHz).
 long long wait_ticks_per_ms() {
 #if FLASHSTEPS_VENDOR_HIP
   int device = 0, khz = 0;
   if (hipGetDevice(&device) != hipSuccess ||
-      hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, device) != hipSuccess || khz <= 0)
-    khz = 100000;  // the usual 100 MHz
+      hipDeviceGetAttribute(&khz, hipDeviceAttributeClockInstructionRate, device) != hipSuccess || khz <= 0)
+    khz = 100000;  // 100 MHz, a common rate
   return khz;
 #else
   return static_cast<long long>(std::max(g_device.max_clock_mhz, 1000)) * 1000;  // at the peak clock
