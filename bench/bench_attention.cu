@@ -8,8 +8,8 @@
 // GPU). A batch is queued behind a 0.5 ms GPU wait, as tools/baselines/sdpa_bench.py queues
 // SDPA's calls behind torch.cuda._sleep, so that calls shorter than their host launch time are
 // timed on the GPU, not on the host's launches. Each problem is first run once and
-// spot-checked against the float64 reference (its errors are reported as counters), and the binary exits non-zero if
-// any check fails. Inputs rotate over several copies when one set would sit in L2.
+// spot-checked against the float64 reference (its errors are reported as counters), and the
+// binary exits non-zero if any check fails. Inputs rotate over several copies when one set would sit in L2.
 //
 //   bench_stepNN [--results-dir DIR] [--set standard|decode|all] [--quick] [--max-seqlen N]
 //                [--min-time S] [--num-splits N | --split-sweep 1,2,4,...] [--benchmark_* flags]

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The vendor layer's host functions: each is one runtime call, spelled for CUDA or HIP.
+#include <array>
+#include <atomic>
 #include <string>
 
 #include "flashsteps/vendor.h"
@@ -67,9 +69,15 @@ bool dependent_launch_supported() {
 #if FLASHSTEPS_VENDOR_HIP
   return false;
 #else
-  int device = 0, major = 0;
+  // Asked on every launch_dependent(): the answer per device is kept (0: not asked yet).
+  static std::array<std::atomic<int>, 64> known{};
+  int device = 0;
   FLASHSTEPS_CHECK(cudaGetDevice(&device));
+  const bool cacheable = device >= 0 && device < static_cast<int>(known.size());
+  if (cacheable && known[device] != 0) return known[device] == 2;
+  int major = 0;
   FLASHSTEPS_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (cacheable) known[device] = major >= 9 ? 2 : 1;
   return major >= 9;
 #endif
 }

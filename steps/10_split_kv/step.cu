@@ -269,8 +269,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<
     float l = 0.0f, o[tile::kChunk] = {};
 #pragma unroll
     for (int w = 0; w < WARPS_N; ++w) {
-      const float m_s = m_w[w * BLOCK_M + r];
-      const float weight = m_s == -INFINITY ? 0.0f : tile::exp2_approx((m_s - m) * p.scale_log2);
+      const float m_warp = m_w[w * BLOCK_M + r];
+      const float weight = m_warp == -INFINITY ? 0.0f : tile::exp2_approx((m_warp - m) * p.scale_log2);
       l += weight * l_w[w * BLOCK_M + r];
 #pragma unroll
       for (int k = 0; k < tile::kChunk; ++k) o[k] += weight * o_w[(w * BLOCK_M + r) * O_PITCH + c + k];
@@ -422,8 +422,8 @@ void launch(const AttentionArgs& args, const SplitPlan& plan, vendor::Stream str
                               "the runtime's grid limit", vendor::max_grid_blocks(kCombineThreads));
         // Launched while the split kernel's last blocks run (NVIDIA sm_90+), so its launch and
         // its first instructions hide behind them; it waits for their results.
-        vendor::launch_dependent("step10::combine_kernel", &combine_kernel<T, HEAD_DIM>,
-                                 static_cast<unsigned>(blocks), kCombineThreads, stream, p);
+        vendor::launch_dependent(&combine_kernel<T, HEAD_DIM>, static_cast<unsigned>(blocks), kCombineThreads,
+                                 stream, p);
         FLASHSTEPS_CHECK_LAUNCH("step10::combine_kernel");
       }
     }

@@ -100,7 +100,8 @@ int multiprocessor_count();
 /// NVIDIA devices of compute capability 9.0 and up; never on AMD. (A newer GPU that runs the
 /// compute_80 PTX of a build has empty griddepcontrol calls: its dependent kernels then start
 /// when the kernel ahead completes, as after an ordinary launch.)
-/// Source: CUDA C++ Programming Guide, "Programmatic Dependent Launch and Synchronization".
+/// Asked once per device and remembered. Source: CUDA C++ Programming Guide, "Programmatic
+/// Dependent Launch and Synchronization".
 /// @throws DeviceError when the runtime cannot be queried (no device)
 bool dependent_launch_supported();
 
@@ -182,16 +183,14 @@ __device__ __forceinline__ void wait_for_prior_grid() {
 /// dependent_launch_supported(): as soon as every block of that kernel has called
 /// allow_dependent_launch() or exited. The kernel must call wait_for_prior_grid() before it
 /// reads anything the kernel ahead wrote. On AMD: an ordinary launch.
+/// A refused launch is reported as for <<<...>>>: the runtime keeps its error, and the
+/// caller's FLASHSTEPS_CHECK_LAUNCH after this call throws it (and clears it).
 /// Source: CUDA C++ Programming Guide, "Programmatic Dependent Launch and Synchronization"
 /// (`cudaLaunchKernelEx`, `cudaLaunchAttributeProgrammaticStreamSerialization`).
-/// @throws DeviceError naming @p name when the launch is refused (the runtime's error is
-///         cleared, so a later launch check does not report it again)
 template <typename... Params, typename... Args>
-void launch_dependent(const char* name, void (*kernel)(Params...), unsigned grid, unsigned block, Stream stream,
-                      Args... args) {
+void launch_dependent(void (*kernel)(Params...), unsigned grid, unsigned block, Stream stream, Args... args) {
 #if FLASHSTEPS_VENDOR_HIP
   kernel<<<grid, block, 0, stream>>>(args...);
-  check_launch(name, __FILE__, __LINE__);
 #else
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
@@ -203,11 +202,8 @@ void launch_dependent(const char* name, void (*kernel)(Params...), unsigned grid
   attribute[0].val.programmaticStreamSerializationAllowed = dependent_launch_supported() ? 1 : 0;
   config.attrs = attribute;
   config.numAttrs = 1;
-  const cudaError_t error = cudaLaunchKernelEx(&config, kernel, args...);
-  if (error != cudaSuccess) {
-    (void)cudaGetLastError();  // taken here: the exception reports it
-    check(error, name, __FILE__, __LINE__);
-  }
+  // Its status is also the runtime's last error, which FLASHSTEPS_CHECK_LAUNCH reads.
+  static_cast<void>(cudaLaunchKernelEx(&config, kernel, args...));
 #endif
 }
 
