@@ -8,6 +8,8 @@
 //    masked rows), every head-dim bucket, strides, no LSE and no keys at all.
 //  - SplitKvHugeLogits (GPU): the combine subtracts the maximum before it scales, at every
 //    split count (exact outputs at logits near 1e11).
+//  - SplitKvStream (GPU): calls back to back on one stream, the second reading the first's O
+//    and reusing its workspace (each kernel may start before the one ahead has finished).
 // The whole conformance suite runs at any split count too: FLASHSTEPS_NUM_SPLITS=3 ./test_step10.
 #include <gtest/gtest.h>
 
@@ -380,6 +382,55 @@ TEST(SplitKvHugeLogits, IntegerScoresHugeScaleAtEverySplitCount) {
             << splits << " splits, " << p.name() << ": LSE[" << i << "] = " << out.lse[i] << ", reference " << ref.lse[i];
       }
     }
+  }
+}
+
+// ---------------------------------------------------------------------------- GPU: one stream
+
+// Calls on one stream follow each other without waiting (vendor::launch_dependent): a call's
+// split kernel may start while the kernel ahead of it finishes, and must wait for that kernel
+// before it reads what that kernel writes or writes what it reads. Here call 2 reads call 1's
+// O as its Q (read after write) and shares call 1's workspace, which call 1's combine reads
+// while call 2's split kernel would overwrite it (write after read), at every pairing of a
+// split call (split kernel and combine) and a one-split call (split kernel only).
+TEST(SplitKvStream, BackToBackCallsWaitForTheKernelAhead) {
+  REQUIRE_DEVICE();
+  const Problem p = make(2, 8, 2, 1, 4100, 128, DType::bf16, Mask::none, Layout::bshd);
+  const HostInputs in1 = make_random_inputs(p, seed_from_name(p.name()));
+  const HostInputs in2 = make_random_inputs(p, seed_from_name(p.name() + "/second"));
+  const reference::Result ref1 = reference::run(in1);
+  DeviceCase first(in1), second(in2);
+  for (auto [s1, s2] : std::vector<std::pair<int, int>>{{5, 5}, {5, 1}, {1, 5}, {1, 1}}) {
+    AttentionArgs call2 = second.args();
+    call2.q = first.args().o;
+    for (int s : {s1, s2}) {
+      const step10::ScopedNumSplits forced(s);
+      first.reserve_workspace(step10::workspace_bytes(first.args()));
+    }
+    call2.workspace = first.args().workspace;
+    call2.workspace_size = first.args().workspace_size;
+    first.poison_outputs();
+    second.poison_outputs();
+    {
+      const step10::ScopedNumSplits forced(s1);
+      step10::attention_forward(first.args(), nullptr);
+    }
+    {
+      const step10::ScopedNumSplits forced(s2);
+      step10::attention_forward(call2, nullptr);
+    }
+    const DeviceCase::Output out1 = first.download(), out2 = second.download();
+    const std::string calls = std::to_string(s1) + " then " + std::to_string(s2) + " splits";
+    ASSERT_EQ(out1.unwritten, 0) << calls;
+    ASSERT_EQ(out2.unwritten, 0) << calls << ": call 2 read call 1's O before it was written";
+    EXPECT_EQ(verify_output(p, ref1.o, ref1.lse, out1.o, out1.lse).failure, "") << calls << ", call 1";
+    // Call 2's reference: Q is call 1's O as it came back (bf16 values, exact), K and V its own.
+    const HostInputs in2_seen = make_inputs(p, [&](int t, std::int64_t c) {
+      const std::vector<double>& x = t == 0 ? out1.o : t == 1 ? in2.k : in2.v;
+      return static_cast<float>(x[static_cast<std::size_t>(c)]);
+    });
+    const reference::Result ref2 = reference::run(in2_seen);
+    EXPECT_EQ(verify_output(p, ref2.o, ref2.lse, out2.o, out2.lse).failure, "") << calls << ", call 2";
   }
 }
 

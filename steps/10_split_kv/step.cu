@@ -106,6 +106,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<
   T* Q_smem = reinterpret_cast<T*>(smem_u4);        // [BLOCK_M][PITCH] packed rows
   T* K_smem = Q_smem + BLOCK_M * PITCH;             // [STAGES][BLOCK_N][PITCH]
   T* V_smem = K_smem + STAGES * BLOCK_N * PITCH;    // [STAGES][BLOCK_N][PITCH]
+  // Launched by launch_dependent(): this grid may start while the kernel ahead (the previous
+  // call's combine, say) finishes, and waits for it here, before its first global read or write.
+  vendor::wait_for_prior_grid();
   vendor::allow_dependent_launch();  // the combine may launch now; it waits for this grid's end
   const int warp = threadIdx.x / vendor::kWarpSize;
   const int warp_m = warp % Cfg::WARPS_M, warp_n = warp / Cfg::WARPS_M;  // this warp's rows, its keys of a tile
@@ -326,6 +329,7 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(SplitParams<T>
   const std::int64_t rows = p.B * p.Hq * p.Nq, row = blockIdx.x;
   const int S = p.num_splits;
   vendor::wait_for_prior_grid();  // launched early (launch_dependent): the partials must be written
+  vendor::allow_dependent_launch();  // the next kernel may launch; it waits for this grid's end
   // Thread (group g, chunk c) sums w_s O_s over the splits s = g, g + kGroups, ... of its
   // 8 columns (a split with no key wrote O_s = 0: weight 0 times 0).
   const int group = threadIdx.x / kChunksPerRow, c = (threadIdx.x % kChunksPerRow) * tile::kChunk;
@@ -414,8 +418,10 @@ void launch(const AttentionArgs& args, const SplitPlan& plan, vendor::Stream str
       constexpr std::size_t smem_bytes = tile_smem_bytes(Cfg::kShape, HEAD_DIM);
       const void* kernel = reinterpret_cast<const void*>(&split_kv_kernel<T, HEAD_DIM, Cfg>);
       vendor::set_max_dynamic_smem(kernel, smem_bytes);  // above 48 KiB needs an opt-in
-      split_kv_kernel<T, HEAD_DIM, Cfg>
-          <<<static_cast<unsigned>(plan.blocks()), Cfg::kThreads, smem_bytes, stream>>>(p);
+      // Launched while the kernel ahead on the stream finishes, if that kernel allows it (the
+      // combine does), so this launch hides behind that kernel's tail.
+      vendor::launch_dependent(&split_kv_kernel<T, HEAD_DIM, Cfg>, static_cast<unsigned>(plan.blocks()),
+                               Cfg::kThreads, smem_bytes, stream, p);
       FLASHSTEPS_CHECK_LAUNCH("step10::split_kv_kernel");
       if (plan.num_splits > 1) {
         const std::int64_t blocks = p.B * p.Hq * p.Nq;  // one per row
@@ -424,7 +430,7 @@ void launch(const AttentionArgs& args, const SplitPlan& plan, vendor::Stream str
                               "the runtime's grid limit", vendor::max_grid_blocks(kCombineThreads));
         // Launched while the split kernel's last blocks run (NVIDIA sm_90+), so its launch and
         // its first instructions hide behind them; it waits for their results.
-        vendor::launch_dependent(&combine_kernel<T, HEAD_DIM>, static_cast<unsigned>(blocks), kCombineThreads,
+        vendor::launch_dependent(&combine_kernel<T, HEAD_DIM>, static_cast<unsigned>(blocks), kCombineThreads, 0,
                                  stream, p);
         FLASHSTEPS_CHECK_LAUNCH("step10::combine_kernel");
       }

@@ -178,24 +178,26 @@ __device__ __forceinline__ void wait_for_prior_grid() {
 #endif
 }
 
-/// kernel<<<grid, block, 0, stream>>>(args...) (a 1-D grid and block, no dynamic shared
-/// memory), allowed to start before the kernel ahead of it on @p stream has completed when
+/// kernel<<<grid, block, smem_bytes, stream>>>(args...) (a 1-D grid and block, @p smem_bytes
+/// of dynamic shared memory), allowed to start before the kernel ahead of it on @p stream has completed when
 /// dependent_launch_supported(): as soon as every block of that kernel has called
 /// allow_dependent_launch() or exited. The kernel must call wait_for_prior_grid() before it
-/// reads anything the kernel ahead wrote. On AMD: an ordinary launch.
+/// reads anything the kernel ahead writes or writes anything it reads. On AMD: an ordinary
+/// launch.
 /// A refused launch is reported as for <<<...>>>: the runtime keeps its error, and the
 /// caller's FLASHSTEPS_CHECK_LAUNCH after this call throws it (and clears it).
 /// Source: CUDA C++ Programming Guide, "Programmatic Dependent Launch and Synchronization"
 /// (`cudaLaunchKernelEx`, `cudaLaunchAttributeProgrammaticStreamSerialization`).
 template <typename... Params, typename... Args>
-void launch_dependent(void (*kernel)(Params...), unsigned grid, unsigned block, Stream stream, Args... args) {
+void launch_dependent(void (*kernel)(Params...), unsigned grid, unsigned block, std::size_t smem_bytes, Stream stream,
+                      Args... args) {
 #if FLASHSTEPS_VENDOR_HIP
-  kernel<<<grid, block, 0, stream>>>(args...);
+  kernel<<<grid, block, smem_bytes, stream>>>(args...);
 #else
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(grid);
   config.blockDim = dim3(block);
-  config.dynamicSmemBytes = 0;
+  config.dynamicSmemBytes = smem_bytes;
   config.stream = stream;
   cudaLaunchAttribute attribute[1] = {};
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
