@@ -2,6 +2,7 @@
 // Step 10's own tests, linked into test_step10 beside the shared conformance suite.
 //  - Plan (CPU, no GPU needed): the split-count heuristic, the tile per packed-row count, the
 //    forced counts (ScopedNumSplits, FLASHSTEPS_NUM_SPLITS) and the workspace size.
+//  - SwizzledLayout (CPU): the decode tile's shared-memory layout (tile::Swizzled).
 //  - SplitKv (GPU): decode and chunked-prefill shapes against the float64 reference at forced
 //    split counts from 1 to more than the key tiles (empty splits), GQA ratios 1, 4 and 8, both
 //    causal alignments with Nq < Nk (splits whose keys are all masked) and Nq > Nk (fully
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,7 @@
 #include "flashsteps/harness.h"
 #include "flashsteps/reference.h"
 #include "flashsteps/step.h"
+#include "flashsteps/tile.h"
 #include "flashsteps/verify.h"
 #include "splits.h"
 #include "test_util.h"
@@ -231,6 +234,57 @@ TEST(Plan, MissingWorkspaceIsRefusedBeforeAnyLaunch) {
     ADD_FAILURE() << "ran 4 splits without a workspace";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("workspace"), std::string::npos) << e.what();
+  }
+}
+
+// ------------------------------------------------------------ CPU: the swizzled tile layout
+
+// tile::Swizzled (tile.h), the decode tile's shared-memory layout, at the three head dims it
+// serves: each row's elements stay in the row, 16-byte units stay whole (a cp.async or an
+// ldmatrix row moves one unit), every 128 bytes of a row fill one aligned 128-byte line (what
+// lets a warp's copies reach L2 as whole-line requests), and eight consecutive rows put any one
+// unit on eight different bank groups (four 4-byte banks each: ldmatrix reads them at once).
+template <int COLS>
+void check_swizzled_layout() {
+  using tile::Swizzled;
+  constexpr int kRows = 32, kUnits = COLS / tile::kChunk;
+  for (int r = 0; r < kRows; ++r) {
+    std::set<int> offsets;
+    for (int c = 0; c < COLS; ++c) {
+      const int at = Swizzled::offset<COLS>(r, c);
+      ASSERT_GE(at, r * COLS) << "row " << r << " col " << c;
+      ASSERT_LT(at, (r + 1) * COLS) << "row " << r << " col " << c;
+      offsets.insert(at);
+      if (c % tile::kChunk != 0) ASSERT_EQ(at, Swizzled::offset<COLS>(r, c - 1) + 1) << "unit split at col " << c;
+    }
+    ASSERT_EQ(offsets.size(), static_cast<std::size_t>(COLS)) << "row " << r << " is not a permutation";
+    for (int line = 0; line < kUnits / 8; ++line) {  // the 8 units of each 128 bytes: one line
+      std::set<int> lines;
+      for (int u = 8 * line; u < 8 * line + 8; ++u) lines.insert(Swizzled::offset<COLS>(r, u * tile::kChunk) * 2 / 128);
+      ASSERT_EQ(lines.size(), 1u) << "row " << r << ", 128-byte piece " << line << " spans several lines";
+      EXPECT_EQ(*lines.begin(), (r * COLS * 2 + 128 * line) / 128);
+    }
+  }
+  for (int r0 = 0; r0 < kRows; r0 += 8)
+    for (int u = 0; u < kUnits; ++u) {
+      std::set<int> groups;
+      for (int r = r0; r < r0 + 8; ++r) groups.insert(Swizzled::offset<COLS>(r, u * tile::kChunk) * 2 / 16 % 8);
+      EXPECT_EQ(groups.size(), 8u) << "rows " << r0 << "-" << r0 + 7 << ", unit " << u << ": bank conflict";
+    }
+}
+
+TEST(SwizzledLayout, RowsOfWholeLinesWithoutBankConflicts) {
+  check_swizzled_layout<64>();
+  check_swizzled_layout<128>();
+  check_swizzled_layout<256>();
+}
+
+// What the swizzle is for: step 06's padded rows (144 bytes at head dim 64) straddle two
+// 128-byte lines from the second row on.
+TEST(SwizzledLayout, PaddedRowsStraddleLines) {
+  for (int r = 1; r < 8; ++r) {
+    const int first = tile::Padded::offset<64>(r, 0) * 2 / 128, last = (tile::Padded::offset<64>(r, 63) * 2 + 1) / 128;
+    EXPECT_NE(first, last) << "row " << r;
   }
 }
 

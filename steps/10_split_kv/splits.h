@@ -36,27 +36,37 @@ struct TileShape {
   int warps_m;  ///< warps (NVIDIA) or wavefronts (AMD) down the rows, BLOCK_M / WARPS_M rows each
   int warps_n;  ///< warps across the keys, BLOCK_N / WARPS_N keys of every tile each
   int stages;   ///< K/V shared-memory buffers of the copy pipeline
+  /// Q, K and V tiles in the swizzled layout (tile::Swizzled: rows of whole 128-byte lines, so
+  /// each warp's cp.async asks L2 for whole lines) instead of step 06's padded one (tile::Padded).
+  bool swizzled = false;
   constexpr int warps() const { return warps_m * warps_n; }  ///< warps per block
 };
 
 /// The decode tile, for G Nq <= 16 packed rows: one 16-row MMA tile whose keys are split
 /// across four warps (two wavefronts on AMD), and three stages (two on AMD, whose copies are
 /// synchronous). On an H200 two blocks share an SM: eight warps, with four K/V tiles in flight
-/// (at head dim 128: 64 keys, 34 KiB each). One warp per block, the first version of this step,
+/// (at head dim 128: 64 keys, 32 KiB each). One warp per block, the first version of this step,
 /// kept two warps per SM, each issuing an instruction every 3.6 cycles (Nsight Compute); PyTorch's
 /// cuDNN backend splits its 128-key tile over four warps the same way (Nsight Compute names
-/// its kernel 16x128x128_1x4x1). @p head_dim is a compiled head dim (kTensorCoreHeadDims).
+/// its kernel 16x128x128_1x4x1). On NVIDIA its tiles are swizzled where a row is whole 128-byte
+/// lines: with step 06's padded rows the H200's L2 served 2.6 requests per line the stream
+/// read, and the long streams stopped at 85 % of the DRAM peak (chapter 10).
+/// @p head_dim is a compiled head dim (kTensorCoreHeadDims).
 constexpr TileShape decode_tile(int head_dim) {
 #if FLASHSTEPS_VENDOR_HIP
   return head_dim <= 128 ? TileShape{16, 32, 1, 2, 2} : TileShape{16, 16, 1, 1, 2};
 #else
   // 256: two warps of 16 keys keep two blocks per SM within the 228 KiB of shared memory.
-  return head_dim <= 64 ? TileShape{16, 128, 1, 4, 3}
-                        : head_dim <= 128 ? TileShape{16, 64, 1, 4, 3} : TileShape{16, 32, 1, 2, 3};
+  // Swizzled wherever a row is whole 128-byte lines (head dims 64, 128, 256; not 32 or 96).
+  const bool swizzled = head_dim % 64 == 0;
+  return head_dim <= 64    ? TileShape{16, 128, 1, 4, 3, swizzled}
+         : head_dim <= 128 ? TileShape{16, 64, 1, 4, 3, swizzled}
+                           : TileShape{16, 32, 1, 2, 3, swizzled};
 #endif
 }
 
-/// The prefill tile, for more than 16 packed rows: step 05's shape with 16 rows per warp.
+/// The prefill tile, for more than 16 packed rows: step 05's shape with 16 rows per warp, in
+/// step 06's padded layout (swizzled, the chunked-prefill point ran 3-6 % slower on the H200).
 constexpr TileShape prefill_tile(int head_dim) {
 #if FLASHSTEPS_VENDOR_HIP
   return head_dim <= 128 ? TileShape{64, 32, 4, 1, 2} : TileShape{32, 16, 2, 1, 2};
@@ -66,9 +76,11 @@ constexpr TileShape prefill_tile(int head_dim) {
 }
 
 /// Shared memory of one block of @p tile at the compiled @p head_dim, in bytes: the Q tile and
-/// STAGES K and V tiles, 16-bit elements, rows padded by 16 bytes (tile::smem_pitch()).
+/// STAGES K and V tiles, 16-bit elements, rows of head_dim elements when TileShape::swizzled,
+/// else padded by 16 bytes (tile::smem_pitch()).
 constexpr std::size_t tile_smem_bytes(const TileShape& tile, int head_dim) {
-  return static_cast<std::size_t>(tile.block_m + 2 * tile.stages * tile.block_n) * (head_dim + 8) * 2;
+  return static_cast<std::size_t>(tile.block_m + 2 * tile.stages * tile.block_n) *
+         (tile.swizzled ? head_dim : head_dim + 8) * 2;
 }
 
 /// Largest number of splits: forced values above it are refused, the heuristic stays below.

@@ -8,8 +8,10 @@
 //   - split-KV (flash-decoding): the key tiles a row tile sees are cut into num_splits
 //     contiguous ranges, one block each; a block writes its unnormalised O, row max m and row
 //     sum l to a workspace, and combine_kernel merges the splits exactly (weights
-//     exp2((m_s - m) scale log2 e), subtract first), launched to start while the split
-//     kernel finishes (vendor::launch_dependent)
+//     exp2((m_s - m) scale log2 e), subtract first); every kernel is a dependent launch
+//     (vendor::launch_dependent), so each starts while the one ahead of it finishes
+//   - the decode tile's Q, K and V in the swizzled layout (tile::Swizzled): step 06's padded
+//     rows straddle 128-byte lines, and the copies then reach L2 as partial-line requests
 //   - split inside the block too: the decode tile's four warps share each K/V tile's keys
 //     (WARPS_N), each with its own m, l and O, and the block combines them by the same rule
 //   - no tuned space: one 16-row tile for decode (G Nq <= 16) and step 05's 64-row tile
@@ -47,11 +49,12 @@ namespace {
 // A block of WARPS_M x WARPS_N warps computes BLOCK_M packed rows against its split of the
 // keys, BLOCK_N at a time, through STAGES shared-memory buffers of K and V (step 06's
 // TileConfig, no OVERLAP). New: WARPS_N warps share each tile's keys (splits.h, TileShape).
-template <int BLOCK_M_, int BLOCK_N_, int WARPS_M_, int WARPS_N_, int STAGES_>
+template <int BLOCK_M_, int BLOCK_N_, int WARPS_M_, int WARPS_N_, int STAGES_, bool SWIZZLED_>
 struct TileConfig {
   static constexpr int BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
   static constexpr int WARPS_M = WARPS_M_, WARPS_N = WARPS_N_;
-  static constexpr TileShape kShape{BLOCK_M, BLOCK_N, WARPS_M, WARPS_N, STAGES};
+  static constexpr bool SWIZZLED = SWIZZLED_;
+  static constexpr TileShape kShape{BLOCK_M, BLOCK_N, WARPS_M, WARPS_N, STAGES, SWIZZLED};
   static constexpr int kThreads = WARPS_M * WARPS_N * vendor::kWarpSize;
   static constexpr int WARP_M = BLOCK_M / WARPS_M, WARP_N = BLOCK_N / WARPS_N;  // one warp's rows and keys
   static_assert(BLOCK_M % (WARPS_M * tile::kAtomM) == 0, "BLOCK_M must give every warp a multiple of 16 rows");
@@ -61,10 +64,10 @@ struct TileConfig {
 // The two shapes of splits.h as configurations.
 template <int D>
 using DecodeConfig = TileConfig<decode_tile(D).block_m, decode_tile(D).block_n, decode_tile(D).warps_m,
-                                decode_tile(D).warps_n, decode_tile(D).stages>;
+                                decode_tile(D).warps_n, decode_tile(D).stages, decode_tile(D).swizzled>;
 template <int D>
 using PrefillConfig = TileConfig<prefill_tile(D).block_m, prefill_tile(D).block_n, prefill_tile(D).warps_m,
-                                 prefill_tile(D).warps_n, prefill_tile(D).stages>;
+                                 prefill_tile(D).warps_n, prefill_tile(D).stages, prefill_tile(D).swizzled>;
 
 // [start:params]
 // Step 06's Params plus the packing and the workspace. Rows of the workspace are packed rows:
@@ -97,15 +100,18 @@ template <typename T, int HEAD_DIM, class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<T> p) {
   constexpr int BLOCK_M = Cfg::BLOCK_M, BLOCK_N = Cfg::BLOCK_N, STAGES = Cfg::STAGES;
   constexpr int WARP_M = Cfg::WARP_M, WARP_N = Cfg::WARP_N, WARPS_N = Cfg::WARPS_N;
-  constexpr int PITCH = tile::smem_pitch(HEAD_DIM);
+  // New: the decode tile keeps Q, K and V in the swizzled layout (tile.h: step 06's padded
+  // rows split each warp's copies into partial-line requests to L2); the prefill tile does not.
+  using Smem = std::conditional_t<Cfg::SWIZZLED, tile::Swizzled, tile::Padded>;
+  constexpr int ROW = Smem::template row_elems<HEAD_DIM>();  // elements from one row to the next
   constexpr int kChunksPerRow = HEAD_DIM / tile::kChunk;  // 16-byte chunks of a row
   using SAcc = tile::Acc<WARP_M, WARP_N>;   // this warp's scores S (then P)
   using OAcc = tile::Acc<WARP_M, HEAD_DIM>; // this warp's unnormalised output O
   constexpr int kSlots = SAcc::kSlots;      // packed rows per lane
-  extern __shared__ uint4 smem_u4[];        // uint4: 16-byte aligned for the copies
-  T* Q_smem = reinterpret_cast<T*>(smem_u4);        // [BLOCK_M][PITCH] packed rows
-  T* K_smem = Q_smem + BLOCK_M * PITCH;             // [STAGES][BLOCK_N][PITCH]
-  T* V_smem = K_smem + STAGES * BLOCK_N * PITCH;    // [STAGES][BLOCK_N][PITCH]
+  extern __shared__ __align__(128) uint4 smem_u4[];  // 128-byte lines for the swizzled rows
+  T* Q_smem = reinterpret_cast<T*>(smem_u4);        // [BLOCK_M][ROW] packed rows
+  T* K_smem = Q_smem + BLOCK_M * ROW;               // [STAGES][BLOCK_N][ROW]
+  T* V_smem = K_smem + STAGES * BLOCK_N * ROW;      // [STAGES][BLOCK_N][ROW]
   // Launched by launch_dependent(): this grid may start while the kernel ahead (the previous
   // call's combine, say) finishes, and waits for it here, before its first global read or write.
   vendor::wait_for_prior_grid();
@@ -159,7 +165,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<
     const bool in_bounds = r0 + r < p.packed_rows && c < p.D;
     const PackedRow q_row = unpack_row(i0, g0, r, G);
     const T* src = in_bounds ? p.q + row_offset(p.q_stride, b, hk * G + q_row.head, q_row.query_row) + c : p.q;
-    tile::copy_16B_async(Q_smem + r * PITCH + c, src, in_bounds);
+    tile::copy_16B_async(Q_smem + Smem::template offset<HEAD_DIM>(r, c), src, in_bounds);
   }
   // [end:packed_q]
 
@@ -170,10 +176,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<
     const std::int64_t n0 = j * BLOCK_N;
     // L2_LINE: the K and V rows are read whole, so L2 fetches whole 128-byte lines from DRAM
     // (on the H200, 2-4 % faster at the large decode shapes, where the call is a stream).
-    tile::load_tile_async<BLOCK_N, HEAD_DIM, Cfg::kThreads, true>(K_smem + stage * BLOCK_N * PITCH, PITCH,
-                                                                  k + n0 * p.k_stride[2], p.k_stride[2], p.Nk - n0, p.D);
-    tile::load_tile_async<BLOCK_N, HEAD_DIM, Cfg::kThreads, true>(V_smem + stage * BLOCK_N * PITCH, PITCH,
-                                                                  v + n0 * p.v_stride[2], p.v_stride[2], p.Nk - n0, p.D);
+    tile::load_tile_async<BLOCK_N, HEAD_DIM, Cfg::kThreads, true>(K_smem + stage * BLOCK_N * ROW, k + n0 * p.k_stride[2],
+                                                                  p.k_stride[2], p.Nk - n0, p.D, Smem{});
+    tile::load_tile_async<BLOCK_N, HEAD_DIM, Cfg::kThreads, true>(V_smem + stage * BLOCK_N * ROW, v + n0 * p.v_stride[2],
+                                                                  p.v_stride[2], p.Nk - n0, p.D, Smem{});
   };
 #pragma unroll
   for (int j = 0; j < STAGES - 1; ++j) {
@@ -186,7 +192,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<
   float m_i[kSlots], l_i[kSlots];  // running max of the unscaled scores; this lane's part of the sum
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) m_i[s] = -INFINITY, l_i[s] = 0.0f;
-  const T* Q_warp = Q_smem + warp_m * WARP_M * PITCH;  // this warp's rows of Q...
+  const T* Q_warp = Q_smem + warp_m * WARP_M * ROW;    // this warp's rows of Q...
   const int key0 = warp_n * WARP_N;                     // ...and its first key of every tile
 
   // The online softmax of one tile, as in step 06; the mask reads the query row r / G.
@@ -222,7 +228,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) grew = grew || alpha[s] != 1.0f;
     if (tile::warp_any(grew)) tile::mul_row(o_acc, alpha);
-    tile::mma_AB<HEAD_DIM, T>(o_acc, s_acc, V_smem + (stage_of(j) * BLOCK_N + key0) * PITCH);
+    tile::mma_AB<HEAD_DIM, T>(o_acc, s_acc, V_smem + (stage_of(j) * BLOCK_N + key0) * ROW, Smem{});
   };
   auto kv_tile = [&](std::int64_t j, auto masked_tag) {
     tile::wait_pending<STAGES - 2>();
@@ -230,7 +236,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<
     if (j + STAGES - 1 < tile_end) load_kv(j + STAGES - 1);
     tile::commit();
     SAcc s_acc;
-    tile::mma_ABt<HEAD_DIM>(s_acc, Q_warp, K_smem + (stage_of(j) * BLOCK_N + key0) * PITCH);
+    tile::mma_ABt<HEAD_DIM>(s_acc, Q_warp, K_smem + (stage_of(j) * BLOCK_N + key0) * ROW, Smem{});
     softmax_pv(j, s_acc, masked_tag);
   };
   const std::int64_t full_end = tile_end < n_full_tiles ? tile_end : n_full_tiles;
@@ -242,15 +248,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<
 
   // [start:block_combine]
   // Every warp leaves its running max m, its row sum l and its unnormalised O in shared memory
-  // (fp32, in the K/V buffers), and the block combines its WARPS_N warps of each row like the
-  // combine kernel combines splits: m = max_w m_w, weight 2^((m_w - m) scale log2 e), subtract
-  // first (0 for a warp that saw no key). With WARPS_N = 1 the weight is 2^0 = 1, exactly.
-  float* m_w = reinterpret_cast<float*>(K_smem);  // [WARPS_N][BLOCK_M]
+  // (fp32, over the Q and K/V tiles, done with), and the block combines its WARPS_N warps of
+  // each row like the combine kernel combines splits: m = max_w m_w, weight
+  // 2^((m_w - m) scale log2 e), subtract first (0 for a warp that saw no key). With WARPS_N = 1
+  // the weight is 2^0 = 1, exactly.
+  float* m_w = reinterpret_cast<float*>(Q_smem);  // [WARPS_N][BLOCK_M]
   float* l_w = m_w + WARPS_N * BLOCK_M;           // [WARPS_N][BLOCK_M]
   float* o_w = l_w + WARPS_N * BLOCK_M;           // [WARPS_N][BLOCK_M][O_PITCH]
   constexpr int O_PITCH = HEAD_DIM + 4;           // rows 4 banks apart: fewer bank conflicts than HEAD_DIM
-  static_assert((2 + O_PITCH) * WARPS_N * BLOCK_M * sizeof(float) <= 2 * STAGES * BLOCK_N * PITCH * sizeof(T),
-                "the warps' partial results must fit in the K/V buffers");
+  static_assert((2 + O_PITCH) * WARPS_N * BLOCK_M * sizeof(float) <= tile_smem_bytes(Cfg::kShape, HEAD_DIM),
+                "the warps' partial results must fit in the block's shared memory");
   {
     float l_row[kSlots];  // the row sums, whole (over the lanes of a row)
 #pragma unroll

@@ -56,6 +56,38 @@ constexpr int smem_pitch(int cols) { return cols + 8; }
 /// Elements per 16-byte copy of a 16-bit tile.
 inline constexpr int kChunk = 8;
 
+// [introduced:10] the swizzled layout
+/// Where element (row, col) of a shared-memory tile of COLS 16-bit columns sits, in elements
+/// from the tile's first element. Padded, the layout of steps 04-06: rows smem_pitch(COLS)
+/// apart, as described above.
+struct Padded {
+  /// Elements from one row to the next.
+  template <int COLS>
+  static constexpr int row_elems() { return smem_pitch(COLS); }
+  template <int COLS>
+  static constexpr int offset(int row, int col) { return row * smem_pitch(COLS) + col; }
+};
+/// Swizzled (step 10; COLS a multiple of 64): rows COLS apart with no padding, and the 16-byte
+/// unit u of row r stored at unit u XOR (r % 8) of its 128 bytes. Eight consecutive rows still
+/// put any one unit on eight different bank groups, so ldmatrix reads them without conflict,
+/// and every 128 bytes of a row fill one aligned 128-byte line of shared memory, which the
+/// 16-byte copies of eight lanes write in one pass. A padded row (144 bytes at COLS = 64)
+/// straddles two such lines: the hardware then splits a warp's cp.async into several passes,
+/// and each pass asks L2 for its own piece of the global line (chapter 10 measures it). Row
+/// numbers count from a pointer at a row that is a multiple of 8, on a 128-byte boundary. The
+/// XOR is that of the Hopper steps' 128-byte swizzle (swizzle.h), on whole rows.
+struct Swizzled {
+  template <int COLS>
+  static constexpr int row_elems() {
+    static_assert(COLS % 64 == 0, "the swizzled layout needs rows of whole 128-byte lines");
+    return COLS;
+  }
+  template <int COLS>
+  static constexpr int offset(int row, int col) {
+    return row * row_elems<COLS>() + (col ^ (row % 8 * kChunk));
+  }
+};
+
 }  // namespace flashsteps::tile
 
 #if defined(__CUDACC__) || defined(__HIPCC__) || defined(__HIP__)
@@ -105,6 +137,43 @@ __device__ __forceinline__ void load_tile_async(T* smem, int pitch, const T* gme
     copy_16B_async<L2_LINE>(dst, in_bounds ? src : gmem, in_bounds);
     src += kRowStep * row_stride;
     dst += kRowStep * pitch;
+  }
+}
+
+// [introduced:10] the swizzled layout
+/// The copy and the two products with the layout named by a tag, so that a step names its
+/// layout once: Padded calls the functions above, Swizzled the overloads below (and, for the
+/// products, those of tile_cuda.h; NVIDIA only).
+template <int ROWS, int COLS, int THREADS, bool L2_LINE = false, typename T>
+__device__ __forceinline__ void load_tile_async(T* smem, const T* gmem, std::int64_t row_stride,
+                                                std::int64_t valid_rows, int valid_cols, Padded) {
+  load_tile_async<ROWS, COLS, THREADS, L2_LINE>(smem, smem_pitch(COLS), gmem, row_stride, valid_rows, valid_cols);
+}
+template <int D, typename T, int ROWS, int COLS>
+__device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T* sB, Padded) {
+  mma_ABt<D>(s, sA, sB);
+}
+template <int D, typename T, int ROWS, int KEYS>
+__device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p, const T* sV, Padded) {
+  mma_AB<D, T>(o, p, sV);
+}
+
+/// load_tile_async() into a tile in the Swizzled layout: the same copies, each landing at
+/// Swizzled::offset() of its row and column.
+template <int ROWS, int COLS, int THREADS, bool L2_LINE = false, typename T>
+__device__ __forceinline__ void load_tile_async(T* smem, const T* gmem, std::int64_t row_stride,
+                                                std::int64_t valid_rows, int valid_cols, Swizzled) {
+  constexpr int kChunksPerRow = COLS / kChunk;
+  static_assert(THREADS % kChunksPerRow == 0 && ROWS % (THREADS / kChunksPerRow) == 0,
+                "the threads must cover whole rows, and the rows whole rounds of the threads");
+  constexpr int kRowStep = THREADS / kChunksPerRow;
+  const int r0 = threadIdx.x / kChunksPerRow, c = (threadIdx.x % kChunksPerRow) * kChunk;
+  const T* src = gmem + r0 * row_stride + c;
+#pragma unroll
+  for (int r = r0; r < ROWS; r += kRowStep) {
+    const bool in_bounds = r < valid_rows && c < valid_cols;
+    copy_16B_async<L2_LINE>(smem + Swizzled::offset<COLS>(r, c), in_bounds ? src : gmem, in_bounds);
+    src += kRowStep * row_stride;
   }
 }
 

@@ -318,5 +318,66 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
   }
 }
 
+// [introduced:10] the swizzled layout
+/// mma_ABt() on tiles in the Swizzled layout (tile.h): the same ldmatrix loads and products,
+/// each lane's address XORed with its row % 8 (a multiple of 16 rows or columns added to a
+/// lane's row or column leaves that XOR unchanged).
+template <int D, typename T, int ROWS, int COLS>
+__device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T* sB, Swizzled) {
+  const int lane = threadIdx.x % 32;
+  const int a_row = FLASHSTEPS_LDMATRIX_A_ROW(lane), a_col = FLASHSTEPS_LDMATRIX_A_COL(lane);
+  const int b_row = FLASHSTEPS_LDMATRIX_B_ROW(lane), b_col = FLASHSTEPS_LDMATRIX_B_COL(lane);
+  const int a_xor = a_row % 8 * kChunk, b_xor = b_row % 8 * kChunk;
+  const std::uint32_t a_base = smem_addr(sA + a_row * D), b_base = smem_addr(sB + b_row * D);
+  s.zero();
+#pragma unroll
+  for (int k = 0; k < D; k += 16) {
+    std::uint32_t a[Acc<ROWS, COLS>::kRowTiles][4];
+#pragma unroll
+    for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i)
+      ldmatrix_x4(a[i], a_base + 2 * (16 * i * D + ((k + a_col) ^ a_xor)));
+#pragma unroll
+    for (int j = 0; j < COLS / 16; ++j) {
+      std::uint32_t b[4];  // b0, b1 of atom 2j, then of atom 2j + 1
+      ldmatrix_x4(b, b_base + 2 * (16 * j * D + ((k + b_col) ^ b_xor)));
+#pragma unroll
+      for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i) {
+        mma_16816<T>(s.x[i][2 * j], a[i], b[0], b[1]);
+        mma_16816<T>(s.x[i][2 * j + 1], a[i], b[2], b[3]);
+      }
+    }
+  }
+}
+
+/// mma_AB() with V in the Swizzled layout (tile.h), read transposed by ldmatrix.
+template <int D, typename T, int ROWS, int KEYS>
+__device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p, const T* sV, Swizzled) {
+  const int lane = threadIdx.x % 32;
+  const int v_row = FLASHSTEPS_LDMATRIX_TRANS_B_ROW(lane), v_col = FLASHSTEPS_LDMATRIX_TRANS_B_COL(lane);
+  const int v_xor = v_row % 8 * kChunk;
+  const std::uint32_t v_base = smem_addr(sV + v_row * D);
+#pragma unroll
+  for (int kk = 0; kk < KEYS / 16; ++kk) {
+    std::uint32_t a[Acc<ROWS, KEYS>::kRowTiles][4];
+#pragma unroll
+    for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) {
+      a[i][0] = pack2<T>(p.x[i][2 * kk][0], p.x[i][2 * kk][1]);
+      a[i][1] = pack2<T>(p.x[i][2 * kk][2], p.x[i][2 * kk][3]);
+      a[i][2] = pack2<T>(p.x[i][2 * kk + 1][0], p.x[i][2 * kk + 1][1]);
+      a[i][3] = pack2<T>(p.x[i][2 * kk + 1][2], p.x[i][2 * kk + 1][3]);
+    }
+#pragma unroll
+    for (int j = 0; j < D / 16; ++j) {
+      std::uint32_t b[4];  // b0, b1 of output atom 2j, then of atom 2j + 1
+      ldmatrix_x4_trans(b, v_base + 2 * (16 * kk * D + ((16 * j + v_col) ^ v_xor)));
+#pragma unroll
+      for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) {
+        mma_16816<T>(o.x[i][2 * j], a[i], b[0], b[1]);
+        mma_16816<T>(o.x[i][2 * j + 1], a[i], b[2], b[3]);
+      }
+    }
+  }
+}
+
 // [introduced:04a] the end of the namespace
 }  // namespace flashsteps::tile
