@@ -254,6 +254,9 @@ cases+=':*/s4_b1_hq8_hkv2_nq3_nk0_*:*/auto_b2_hq32_hkv8_nq1_nk2000_*:SplitKvHuge
 # The four-warp decode tile with masked warps' slices, the D = 256 prefill tile with splits, and
 # the combine kernel at kMaxSplits.
 cases+=':*/s3_b2_hq8_hkv2_nq3_nk200_d128_*:*/s4_b1_hq8_hkv2_nq128_nk1000_d256_*:*/s256_b1_hq8_hkv2_nq1_nk777_d96_*'
+# Calls back to back, each kernel a dependent launch of the one ahead (the second call reads the
+# first's O and reuses its workspace).
+cases+=':SplitKvStream.*'
 # initcheck and synccheck take the filters of memcheck and racecheck (as gpu_session.sh does).
 declare -A sanitizer_filter=([memcheck]="${FLASHSTEPS_MEMCHECK_FILTER:-$cases:Harness.*}"
                              [racecheck]="${FLASHSTEPS_RACECHECK_FILTER:-$cases}")
