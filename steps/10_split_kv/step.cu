@@ -21,10 +21,10 @@
 // runs B Hq blocks of 64+ rows, mostly padding, and reads each KV head Hq / Hkv times; at
 // B = 1 its 32 blocks leave 100 of 132 SMs idle. Step 10 reads each KV head once and cuts the
 // keys until every SM holds a block.
-// On the H200 (bf16, D = 128, Hq = 32, Hkv = 8) a call at B = 1, Nk = 4096 takes 12.1 us, 11x
-// faster than step 06 and 1.09x SDPA cuDNN's speed; at B = 8, Nk = 65536 it reads 4.25 TB/s.
+// On the H200 (bf16, D = 128, Hq = 32, Hkv = 8) a call at B = 1, Nk = 4096 takes 10.8 us, 12x
+// faster than step 06 and 1.20x SDPA cuDNN's speed; at B = 8, Nk = 65536 it reads 4.44 TB/s.
 // Every decode-set time and TB/s, beside PyTorch SDPA's, is in the chapter and the README's
-// results table (results/nvidia-h200/step10-decode.json, commit 428578c).
+// results table (results/nvidia-h200/step10-decode.json, commit 1a6db45).
 // Limits: as step 06 (fp16/bf16, head_dim a multiple of 8 up to 256, 16-byte alignment); a
 // split call needs workspace_bytes(args) of device scratch; at most kMaxSplits (256) splits.
 // Chapter: book/steps/10_split_kv.md
