@@ -257,6 +257,17 @@ __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
   }
 }
 
+/// The A fragment of P for k-step @p kk (keys 16 kk to 16 kk + 15) of row tile @p i, rounded
+/// to T: the accumulator of S's atoms 2 kk and 2 kk + 1 is already laid out as that fragment
+/// (FlashAttention-2, section 3.3), so it is only packed, two elements per register.
+template <typename T, int ROWS, int KEYS>
+__device__ __forceinline__ void p_fragment(std::uint32_t (&a)[4], const Acc<ROWS, KEYS>& p, int i, int kk) {
+  a[0] = pack2<T>(p.x[i][2 * kk][0], p.x[i][2 * kk][1]);
+  a[1] = pack2<T>(p.x[i][2 * kk][2], p.x[i][2 * kk][3]);
+  a[2] = pack2<T>(p.x[i][2 * kk + 1][0], p.x[i][2 * kk + 1][1]);
+  a[3] = pack2<T>(p.x[i][2 * kk + 1][2], p.x[i][2 * kk + 1][3]);
+}
+
 /// S = A B^T for one warp: A is the warp's ROWS x D rows of shared memory at @p sA, B the
 /// COLS x D rows at @p sB (both with pitch smem_pitch(D)). Per 16 columns of D: one
 /// ldmatrix.x4 per 16 rows of A, one per 16 rows of B (two n8 atoms), then kRowTiles x 2 mma
@@ -287,6 +298,28 @@ __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T
   }
 }
 
+/// O += P V for one warp, V's fragments read transposed by ldmatrix from where @p v_addr(kk, j)
+/// says: the lane's shared-space address for keys 16 kk to 16 kk + 15, columns 16 j to 16 j + 15.
+template <int D, typename T, int ROWS, int KEYS, typename VAddr>
+__device__ __forceinline__ void mma_AB_at(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p, VAddr v_addr) {
+#pragma unroll
+  for (int kk = 0; kk < KEYS / 16; ++kk) {
+    std::uint32_t a[Acc<ROWS, KEYS>::kRowTiles][4];
+#pragma unroll
+    for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) p_fragment<T>(a[i], p, i, kk);
+#pragma unroll
+    for (int j = 0; j < D / 16; ++j) {
+      std::uint32_t b[4];  // b0, b1 of output atom 2j, then of atom 2j + 1
+      ldmatrix_x4_trans(b, v_addr(kk, j));
+#pragma unroll
+      for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) {
+        mma_16816<T>(o.x[i][2 * j], a[i], b[0], b[1]);
+        mma_16816<T>(o.x[i][2 * j + 1], a[i], b[2], b[3]);
+      }
+    }
+  }
+}
+
 /// O += P V for one warp: P is the accumulator of S after the softmax (rounded to T here, in
 /// registers), V the KEYS x D rows at @p sV (pitch smem_pitch(D)), read transposed by ldmatrix.
 template <int D, typename T, int ROWS, int KEYS>
@@ -295,27 +328,7 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
   const int lane = threadIdx.x % 32;
   const std::uint32_t v_base =
       smem_addr(sV + FLASHSTEPS_LDMATRIX_TRANS_B_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_TRANS_B_COL(lane));
-#pragma unroll
-  for (int kk = 0; kk < KEYS / 16; ++kk) {
-    std::uint32_t a[Acc<ROWS, KEYS>::kRowTiles][4];
-#pragma unroll
-    for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) {
-      a[i][0] = pack2<T>(p.x[i][2 * kk][0], p.x[i][2 * kk][1]);
-      a[i][1] = pack2<T>(p.x[i][2 * kk][2], p.x[i][2 * kk][3]);
-      a[i][2] = pack2<T>(p.x[i][2 * kk + 1][0], p.x[i][2 * kk + 1][1]);
-      a[i][3] = pack2<T>(p.x[i][2 * kk + 1][2], p.x[i][2 * kk + 1][3]);
-    }
-#pragma unroll
-    for (int j = 0; j < D / 16; ++j) {
-      std::uint32_t b[4];  // b0, b1 of output atom 2j, then of atom 2j + 1
-      ldmatrix_x4_trans(b, v_base + 2 * (16 * kk * pitch + 16 * j));
-#pragma unroll
-      for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) {
-        mma_16816<T>(o.x[i][2 * j], a[i], b[0], b[1]);
-        mma_16816<T>(o.x[i][2 * j + 1], a[i], b[2], b[3]);
-      }
-    }
-  }
+  mma_AB_at<D, T>(o, p, [&](int kk, int j) { return v_base + 2 * (16 * kk * pitch + 16 * j); });
 }
 
 // [introduced:10] the swizzled layout
@@ -356,27 +369,7 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
   const int v_row = FLASHSTEPS_LDMATRIX_TRANS_B_ROW(lane), v_col = FLASHSTEPS_LDMATRIX_TRANS_B_COL(lane);
   const int v_xor = v_row % 8 * kChunk;
   const std::uint32_t v_base = smem_addr(sV + v_row * D);
-#pragma unroll
-  for (int kk = 0; kk < KEYS / 16; ++kk) {
-    std::uint32_t a[Acc<ROWS, KEYS>::kRowTiles][4];
-#pragma unroll
-    for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) {
-      a[i][0] = pack2<T>(p.x[i][2 * kk][0], p.x[i][2 * kk][1]);
-      a[i][1] = pack2<T>(p.x[i][2 * kk][2], p.x[i][2 * kk][3]);
-      a[i][2] = pack2<T>(p.x[i][2 * kk + 1][0], p.x[i][2 * kk + 1][1]);
-      a[i][3] = pack2<T>(p.x[i][2 * kk + 1][2], p.x[i][2 * kk + 1][3]);
-    }
-#pragma unroll
-    for (int j = 0; j < D / 16; ++j) {
-      std::uint32_t b[4];  // b0, b1 of output atom 2j, then of atom 2j + 1
-      ldmatrix_x4_trans(b, v_base + 2 * (16 * kk * D + ((16 * j + v_col) ^ v_xor)));
-#pragma unroll
-      for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) {
-        mma_16816<T>(o.x[i][2 * j], a[i], b[0], b[1]);
-        mma_16816<T>(o.x[i][2 * j + 1], a[i], b[2], b[3]);
-      }
-    }
-  }
+  mma_AB_at<D, T>(o, p, [&](int kk, int j) { return v_base + 2 * (16 * kk * D + ((16 * j + v_col) ^ v_xor)); });
 }
 
 // [introduced:04a] the end of the namespace
