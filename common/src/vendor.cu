@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The vendor layer's host functions: each is one runtime call, spelled for CUDA or HIP.
-#include <array>
-#include <atomic>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "flashsteps/vendor.h"
 
@@ -65,20 +66,29 @@ std::size_t max_dynamic_smem() {
   return static_cast<std::size_t>(bytes);
 }
 
-bool dependent_launch_supported() {
+bool dependent_launch_supported(const void* kernel) {
 #if FLASHSTEPS_VENDOR_HIP
+  static_cast<void>(kernel);
   return false;
 #else
-  // Asked on every launch_dependent(): the answer per device is kept (0: not asked yet).
-  static std::array<std::atomic<int>, 64> known{};
+  // Asked on every launch_dependent(): the answer per (device, kernel) is kept.
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, bool> known;
   int device = 0;
   FLASHSTEPS_CHECK(cudaGetDevice(&device));
-  const bool cacheable = device >= 0 && device < static_cast<int>(known.size());
-  if (cacheable && known[device] != 0) return known[device] == 2;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = known.find({device, kernel});
+  if (found != known.end()) return found->second;
   int major = 0;
   FLASHSTEPS_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  if (cacheable) known[device] = major >= 9 ? 2 : 1;
-  return major >= 9;
+  // The code the device runs for the kernel must have been compiled for sm_90 or later: code
+  // compiled from compute_80 PTX (a newer GPU running an 80;90a build) has no griddepcontrol
+  // instructions, so it would not wait for the kernel ahead.
+  cudaFuncAttributes attributes{};
+  FLASHSTEPS_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  const bool supported = major >= 9 && attributes.ptxVersion >= 90 && attributes.binaryVersion >= 90;
+  known.emplace(std::make_pair(device, kernel), supported);
+  return supported;
 #endif
 }
 

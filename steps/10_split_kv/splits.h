@@ -38,6 +38,8 @@ struct TileShape {
   int stages;   ///< K/V shared-memory buffers of the copy pipeline
   /// Q, K and V tiles in the swizzled layout (tile::Swizzled: rows of whole 128-byte lines, so
   /// each warp's cp.async asks L2 for whole lines) instead of step 06's padded one (tile::Padded).
+  /// NVIDIA only (tile_hip.h has no swizzled products), for compiled head dims that are
+  /// multiples of 64; it changes tile_smem_bytes().
   bool swizzled = false;
   constexpr int warps() const { return warps_m * warps_n; }  ///< warps per block
 };
@@ -50,7 +52,8 @@ struct TileShape {
 /// cuDNN backend splits its 128-key tile over four warps the same way (Nsight Compute names
 /// its kernel 16x128x128_1x4x1). On NVIDIA its tiles are swizzled where a row is whole 128-byte
 /// lines: with step 06's padded rows the H200's L2 served 2.6 requests per line the stream
-/// read, and the long streams stopped at 85 % of the DRAM peak (chapter 10).
+/// read, and the stream stopped at 85 % of the DRAM peak (bf16, D = 64, B = 32, Hkv = 8,
+/// Nk = 65536; chapter 10).
 /// @p head_dim is a compiled head dim (kTensorCoreHeadDims).
 constexpr TileShape decode_tile(int head_dim) {
 #if FLASHSTEPS_VENDOR_HIP

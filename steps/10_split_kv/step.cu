@@ -103,6 +103,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) split_kv_kernel(SplitParams<
   // New: the decode tile keeps Q, K and V in the swizzled layout (tile.h: step 06's padded
   // rows split each warp's copies into partial-line requests to L2); the prefill tile does not.
   using Smem = std::conditional_t<Cfg::SWIZZLED, tile::Swizzled, tile::Padded>;
+#if FLASHSTEPS_VENDOR_HIP
+  static_assert(!Cfg::SWIZZLED, "AMD: tile_hip.h has no swizzled products (decode_tile() never asks)");
+#endif
   constexpr int ROW = Smem::template row_elems<HEAD_DIM>();  // elements from one row to the next
   constexpr int kChunksPerRow = HEAD_DIM / tile::kChunk;  // 16-byte chunks of a row
   using SAcc = tile::Acc<WARP_M, WARP_N>;   // this warp's scores S (then P)

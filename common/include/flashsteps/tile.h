@@ -25,7 +25,8 @@
 ///     Acc::at(s, k), col(k)   element k of this lane's row slot s, and its column c
 ///
 /// Shared-memory tiles hold 16-bit elements row-major with a pitch of COLS + 8 elements
-/// (smem_pitch()): the 16 extra bytes per row shift consecutive rows across the banks, so the
+/// (smem_pitch(); step 10's decode tile uses the unpadded, swizzled layout of tile::Swizzled
+/// instead): the 16 extra bytes per row shift consecutive rows across the banks, so the
 /// 16-byte fragment loads of eight consecutive rows hit eight different bank groups. From step
 /// 04 on they are filled by load_tile_async(), 16 bytes per copy (NVIDIA: `cp.async`, which
 /// bypasses the registers and lets the loads run under the arithmetic; AMD: a register round
@@ -64,29 +65,35 @@ struct Padded {
   /// Elements from one row to the next.
   template <int COLS>
   static constexpr int row_elems() { return smem_pitch(COLS); }
+  /// Element offset of (@p row, @p col), 0 <= col < COLS.
   template <int COLS>
   static constexpr int offset(int row, int col) { return row * smem_pitch(COLS) + col; }
 };
 /// Swizzled (step 10; COLS a multiple of 64): rows COLS apart with no padding, and the 16-byte
 /// unit u of row r stored at unit u XOR (r % 8) of its 128 bytes. Eight consecutive rows still
-/// put any one unit on eight different bank groups, so ldmatrix reads them without conflict,
-/// and every 128 bytes of a row fill one aligned 128-byte line of shared memory, which the
-/// 16-byte copies of eight lanes write in one pass. A padded row (144 bytes at COLS = 64)
-/// straddles two such lines: the hardware then splits a warp's cp.async into several passes,
-/// and each pass asks L2 for its own piece of the global line (chapter 10 measures it). Row
-/// numbers count from a pointer at a row that is a multiple of 8, on a 128-byte boundary. The
-/// XOR is that of the Hopper steps' 128-byte swizzle (swizzle.h), on whole rows.
+/// put any one unit on eight different bank groups, so ldmatrix reads them without the 8-way
+/// conflicts of unpadded rows, and every 128 bytes of a row fill one aligned 128-byte line of
+/// shared memory, which the 16-byte copies of eight lanes write in one pass. Seven padded rows
+/// of every eight (144 bytes at COLS = 64) straddle two such lines: Nsight Compute then counts
+/// 9.7 shared-memory passes and 10.5 L2 requests per warp-wide cp.async instead of 4 and 4,
+/// partial-line requests (chapter 10). Row numbers count from a pointer at a row that is a
+/// multiple of 8, on a 128-byte boundary. The XOR is that of the Hopper steps' 128-byte
+/// swizzle (swizzle.h), on whole rows. NVIDIA only: tile_hip.h has no swizzled products.
 struct Swizzled {
+  /// Elements from one row to the next: COLS, no padding.
   template <int COLS>
   static constexpr int row_elems() {
     static_assert(COLS % 64 == 0, "the swizzled layout needs rows of whole 128-byte lines");
     return COLS;
   }
+  /// Element offset of (@p row, @p col), 0 <= col < COLS: the 16-byte unit col / 8 XOR row % 8.
   template <int COLS>
   static constexpr int offset(int row, int col) {
     return row * row_elems<COLS>() + (col ^ (row % 8 * kChunk));
   }
 };
+
+// [introduced:04a] the vendor header
 
 }  // namespace flashsteps::tile
 
@@ -170,7 +177,7 @@ __device__ __forceinline__ void load_tile_async(T* smem, const T* gmem, std::int
   const int r0 = threadIdx.x / kChunksPerRow, c = (threadIdx.x % kChunksPerRow) * kChunk;
   const T* src = gmem + r0 * row_stride + c;
 #pragma unroll
-  for (int r = r0; r < ROWS; r += kRowStep) {
+  for (int r = r0; r < ROWS; r += kRowStep) {  // ROWS / kRowStep rounds: every thread's r0 < kRowStep
     const bool in_bounds = r < valid_rows && c < valid_cols;
     copy_16B_async<L2_LINE>(smem + Swizzled::offset<COLS>(r, c), in_bounds ? src : gmem, in_bounds);
     src += kRowStep * row_stride;

@@ -332,9 +332,12 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
 }
 
 // [introduced:10] the swizzled layout
-/// mma_ABt() on tiles in the Swizzled layout (tile.h): the same ldmatrix loads and products,
-/// each lane's address XORed with its row % 8 (a multiple of 16 rows or columns added to a
-/// lane's row or column leaves that XOR unchanged).
+/// mma_ABt() on tiles in the Swizzled layout (tile.h): A is the warp's ROWS x D rows at @p sA,
+/// B the COLS x D rows at @p sB, both written with Swizzled::offset<D> (rows D elements apart,
+/// D a multiple of 64), each pointer at a row that is a multiple of 8 of its tile, on a 128-byte
+/// boundary. The same ldmatrix loads and products as mma_ABt(), each lane's address XORed with
+/// its row % 8 (a multiple of 16 rows or columns added to a lane's row or column leaves that
+/// XOR unchanged).
 template <int D, typename T, int ROWS, int COLS>
 __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T* sB, Swizzled) {
   const int lane = threadIdx.x % 32;
@@ -362,7 +365,9 @@ __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T
   }
 }
 
-/// mma_AB() with V in the Swizzled layout (tile.h), read transposed by ldmatrix.
+/// mma_AB() with V in the Swizzled layout (tile.h): the KEYS x D rows at @p sV, written with
+/// Swizzled::offset<D>, @p sV at a row that is a multiple of 8, on a 128-byte boundary; read
+/// transposed by ldmatrix.
 template <int D, typename T, int ROWS, int KEYS>
 __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p, const T* sV, Swizzled) {
   const int lane = threadIdx.x % 32;

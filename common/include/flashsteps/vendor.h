@@ -96,14 +96,16 @@ std::size_t max_dynamic_smem();
 /// Number of multiprocessors (NVIDIA SMs / AMD CUs) of the current device.
 int multiprocessor_count();
 
-/// Whether launch_dependent() asks the current device for a programmatic dependent launch:
-/// NVIDIA devices of compute capability 9.0 and up; never on AMD. (A newer GPU that runs the
-/// compute_80 PTX of a build has empty griddepcontrol calls: its dependent kernels then start
-/// when the kernel ahead completes, as after an ordinary launch.)
-/// Asked once per device and remembered. Source: CUDA C++ Programming Guide, "Programmatic
-/// Dependent Launch and Synchronization".
+/// Whether launch_dependent() asks the current device for a programmatic dependent launch of
+/// @p kernel: on NVIDIA devices of compute capability 9.0 and up, when the code the device runs
+/// for @p kernel was compiled for sm_90 or later (`cudaFuncGetAttributes`: ptxVersion and
+/// binaryVersion at least 90), so that its griddepcontrol instructions are there; never on
+/// AMD. (A newer GPU running the compute_80 PTX of an `80;90a` build gets an ordinary launch:
+/// that code's wait_for_prior_grid() is empty and could not wait for the kernel ahead.)
+/// Asked once per device and kernel and remembered. Source: CUDA C++ Programming Guide,
+/// "Programmatic Dependent Launch and Synchronization".
 /// @throws DeviceError when the runtime cannot be queried (no device)
-bool dependent_launch_supported();
+bool dependent_launch_supported(const void* kernel);
 
 /// Name of the current device as the runtime reports it, e.g. "NVIDIA H200".
 /// @throws DeviceError when there is no device.
@@ -179,11 +181,13 @@ __device__ __forceinline__ void wait_for_prior_grid() {
 }
 
 /// kernel<<<grid, block, smem_bytes, stream>>>(args...) (a 1-D grid and block, @p smem_bytes
-/// of dynamic shared memory), allowed to start before the kernel ahead of it on @p stream has completed when
-/// dependent_launch_supported(): as soon as every block of that kernel has called
+/// bytes of dynamic shared memory: above 48 KiB call set_max_dynamic_smem() first), allowed to
+/// start before the kernel ahead of it on @p stream has completed when
+/// dependent_launch_supported(kernel): as soon as every block of that kernel has called
 /// allow_dependent_launch() or exited. The kernel must call wait_for_prior_grid() before it
-/// reads anything the kernel ahead writes or writes anything it reads. On AMD: an ordinary
-/// launch.
+/// reads anything the kernel ahead writes or writes anything it reads; a kernel that calls it
+/// unconditionally also orders everything after it behind everything before it (waiting for
+/// it waits for what it waited for). On AMD: an ordinary launch.
 /// A refused launch is reported as for <<<...>>>: the runtime keeps its error, and the
 /// caller's FLASHSTEPS_CHECK_LAUNCH after this call throws it (and clears it).
 /// Source: CUDA C++ Programming Guide, "Programmatic Dependent Launch and Synchronization"
@@ -201,7 +205,8 @@ void launch_dependent(void (*kernel)(Params...), unsigned grid, unsigned block, 
   config.stream = stream;
   cudaLaunchAttribute attribute[1] = {};
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = dependent_launch_supported() ? 1 : 0;
+  attribute[0].val.programmaticStreamSerializationAllowed =
+      dependent_launch_supported(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
   config.attrs = attribute;
   config.numAttrs = 1;
   // Its status is also the runtime's last error, which FLASHSTEPS_CHECK_LAUNCH reads.

@@ -56,6 +56,20 @@ def test_the_last_step_sees_the_whole_headers():
             line for line in text.splitlines(keepends=True) if not tv.MARKER_RE.match(line)), name
 
 
+def test_every_step_sees_the_vendor_header():
+    # A part introduced late must not swallow the lines that every step needs: tile.h's view of
+    # every step from 04a on includes the vendor headers, closing the namespace before them and
+    # reopening it after.
+    text = headers()["tile.h"]
+    for step in tv.introducing_steps(text):
+        view = tv.view(text, step)
+        assert '#include "flashsteps/tile_cuda.h"' in view, step
+        assert '#include "flashsteps/tile_hip.h"' in view, step
+        assert re.search(r'^\}  // namespace flashsteps::tile\n\n#if [^\n]*\n#if FLASHSTEPS_VENDOR_HIP\n'
+                         r'#include "flashsteps/tile_hip.h"\n#else\n#include "flashsteps/tile_cuda.h"\n#endif\n\n'
+                         r'namespace flashsteps::tile \{', view, re.M), step
+
+
 def test_every_part_of_the_tile_headers_is_marked():
     # The three tile headers each start with a step before their first part, and the words of
     # the later steps are not in the views of the earlier ones.
