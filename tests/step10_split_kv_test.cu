@@ -441,8 +441,8 @@ TEST(SplitKvHugeLogits, IntegerScoresHugeScaleAtEverySplitCount) {
 
 // ---------------------------------------------------------------------------- GPU: one stream
 
-// Calls on one stream follow each other without waiting (vendor::launch_dependent): a call's
-// split kernel may start while the kernel ahead of it finishes, and must wait for that kernel
+// Calls on one stream may overlap where dependent launches are on (vendor::launch_dependent):
+// a call's split kernel may start before the kernel ahead of it finishes, and must wait for it
 // before it reads what that kernel writes or writes what it reads. Here call 2 reads call 1's
 // O as its Q (read after write) and shares call 1's workspace, which call 1's combine reads
 // while call 2's split kernel would overwrite it (write after read), at every pairing of a

@@ -84,8 +84,14 @@ bool dependent_launch_supported(const void* kernel) {
   // The code the device runs for the kernel must have been compiled for sm_90 or later: code
   // compiled from compute_80 PTX (a newer GPU running an 80;90a build) has no griddepcontrol
   // instructions, so it would not wait for the kernel ahead.
+  // (ptxVersion >= 90 implies the other two; they are checked all the same.)
   cudaFuncAttributes attributes{};
-  FLASHSTEPS_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
+    // No code for this device: the launch will be refused, and the caller's
+    // FLASHSTEPS_CHECK_LAUNCH reports it with the kernel's name. Not remembered.
+    static_cast<void>(cudaGetLastError());
+    return false;
+  }
   const bool supported = major >= 9 && attributes.ptxVersion >= 90 && attributes.binaryVersion >= 90;
   known.emplace(std::make_pair(device, kernel), supported);
   return supported;

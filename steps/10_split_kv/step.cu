@@ -438,8 +438,9 @@ void launch(const AttentionArgs& args, const SplitPlan& plan, vendor::Stream str
         if (blocks > vendor::max_grid_blocks(kCombineThreads))
           throw exceeds_limit("step 10", "combine blocks (batch * heads_q * seqlen_q)", blocks,
                               "the runtime's grid limit", vendor::max_grid_blocks(kCombineThreads));
-        // Launched while the split kernel's last blocks run (NVIDIA sm_90+), so its launch and
-        // its first instructions hide behind them; it waits for their results.
+        // Launched while the split kernel's last blocks run (NVIDIA sm_90+, code compiled for
+        // it: vendor::dependent_launch_supported), so its launch and its first instructions
+        // hide behind them; it waits for their results.
         vendor::launch_dependent(&combine_kernel<T, HEAD_DIM>, static_cast<unsigned>(blocks), kCombineThreads, 0,
                                  stream, p);
         FLASHSTEPS_CHECK_LAUNCH("step10::combine_kernel");

@@ -156,10 +156,12 @@ __device__ __forceinline__ void load_tile_async(T* smem, const T* gmem, std::int
                                                 std::int64_t valid_rows, int valid_cols, Padded) {
   load_tile_async<ROWS, COLS, THREADS, L2_LINE>(smem, smem_pitch(COLS), gmem, row_stride, valid_rows, valid_cols);
 }
+/// mma_ABt() on tiles in the Padded layout (the function of that name without a tag).
 template <int D, typename T, int ROWS, int COLS>
 __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T* sB, Padded) {
   mma_ABt<D>(s, sA, sB);
 }
+/// mma_AB() with V in the Padded layout (the function of that name without a tag).
 template <int D, typename T, int ROWS, int KEYS>
 __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p, const T* sV, Padded) {
   mma_AB<D, T>(o, p, sV);

@@ -98,12 +98,14 @@ int multiprocessor_count();
 
 /// Whether launch_dependent() asks the current device for a programmatic dependent launch of
 /// @p kernel: on NVIDIA devices of compute capability 9.0 and up, when the code the device runs
-/// for @p kernel was compiled for sm_90 or later (`cudaFuncGetAttributes`: ptxVersion and
-/// binaryVersion at least 90), so that its griddepcontrol instructions are there; never on
-/// AMD. (A newer GPU running the compute_80 PTX of an `80;90a` build gets an ordinary launch:
-/// that code's wait_for_prior_grid() is empty and could not wait for the kernel ahead.)
-/// Asked once per device and kernel and remembered. Source: CUDA C++ Programming Guide,
-/// "Programmatic Dependent Launch and Synchronization".
+/// for @p kernel was compiled from compute_90 or later PTX (`cudaFuncGetAttributes`: ptxVersion
+/// at least 90), so that its griddepcontrol instructions are there; never on AMD. (An H200
+/// running an `80`-only build, or a GPU newer than Hopper running the compute_80 PTX of an
+/// `80;90a` build, gets an ordinary launch: that code's wait_for_prior_grid() is empty and could
+/// not wait for the kernel ahead.) False, and not remembered, when the device has no code for
+/// @p kernel (the launch then fails as an ordinary one would). Asked once per device and kernel
+/// and remembered. Source: CUDA C++ Programming Guide, "Programmatic Dependent Launch and
+/// Synchronization"; CUDA Runtime API, `cudaFuncAttributes::ptxVersion`.
 /// @throws DeviceError when the runtime cannot be queried (no device)
 bool dependent_launch_supported(const void* kernel);
 
