@@ -11,13 +11,12 @@ tools/results/plot_split_sweep.py, or says that none is measured yet."""
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "book"))
+from host_program import run_json  # noqa: E402  (compiles and runs a host program)
 
 DUMP = r"""
 #include <cstdio>
@@ -57,15 +56,7 @@ TILE_ROWS = 16  # decode_tile()'s BLOCK_M (splits.h): one 16-row MMA tile
 
 def layout(repo: Path) -> dict:
     """The index maps, evaluated by the kernel's own functions."""
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not cxx:
-        raise RuntimeError("step 10's book figures need a C++ compiler (c++) to run packing.h")
-    with tempfile.TemporaryDirectory() as tmp:
-        src, exe = Path(tmp) / "dump.cpp", Path(tmp) / "dump"
-        src.write_text(DUMP)
-        subprocess.run([cxx, "-std=c++17", "-I", str(repo / "steps" / "10_split_kv"), str(src), "-o", str(exe)],
-                       check=True)
-        return json.loads(subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout)
+    return run_json(repo, DUMP, "step 10's book figures", include_dirs=(repo / "steps" / "10_split_kv",))
 
 
 def draw_packing(tiles: list[dict], path: Path) -> None:
