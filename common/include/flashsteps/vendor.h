@@ -173,7 +173,7 @@ __device__ __forceinline__ void allow_dependent_launch() {
 
 /// In the dependent kernel: waits until every grid it depends on (the kernel ahead) has
 /// completed and its writes are visible; returns at once in a kernel launched the ordinary way.
-/// Call it before reading anything that kernel wrote.
+/// Call it before reading anything that kernel writes or writing anything it reads.
 /// Source: PTX ISA, "Parallel Synchronization and Communication Instructions: griddepcontrol"
 /// (`griddepcontrol.wait`).
 __device__ __forceinline__ void wait_for_prior_grid() {
