@@ -83,8 +83,10 @@ TEST(Space, EveryHeadDimHasShapesAndTheDefaultsAreAmongThem) {
     const std::vector<step09::TileShape> s = step09::shapes(d);
     ASSERT_FALSE(s.empty()) << "head_dim " << d;
     for (Mask m : {Mask::none, Mask::causal_bottom_right, Mask::causal_top_left}) {
-      const step09::TileShape def = step09::default_shape(d, m);
-      EXPECT_NE(std::find(s.begin(), s.end(), def), s.end()) << def.name();
+      for (std::int64_t n : {1, 1024, 1025, 16384}) {
+        const step09::TileShape def = step09::default_shape(d, m, n);
+        EXPECT_NE(std::find(s.begin(), s.end(), def), s.end()) << def.name();
+      }
     }
     for (const step09::TileShape& t : s) {
       const auto parsed = step09::TileShape::parse(t.name());
@@ -92,10 +94,11 @@ TEST(Space, EveryHeadDimHasShapesAndTheDefaultsAreAmongThem) {
       EXPECT_EQ(*parsed, t);
     }
   }
-  EXPECT_EQ(step09::default_shape(128, Mask::none).name(), "m128_n176_s2");
-  EXPECT_EQ(step09::default_shape(128, Mask::causal_top_left).name(), "m128_n128_s2");
-  EXPECT_EQ(step09::default_shape(64, Mask::none).name(), "m128_n128_s2");
-  EXPECT_EQ(step09::default_shape(64, Mask::causal_bottom_right).name(), "m192_n64_s4");
+  EXPECT_EQ(step09::default_shape(128, Mask::none, 8192).name(), "m128_n176_s2");
+  EXPECT_EQ(step09::default_shape(128, Mask::causal_top_left, 8192).name(), "m128_n128_s2");
+  EXPECT_EQ(step09::default_shape(64, Mask::none, 512).name(), "m192_n128_s2");
+  EXPECT_EQ(step09::default_shape(64, Mask::causal_bottom_right, 1024).name(), "m192_n64_s4");
+  EXPECT_EQ(step09::default_shape(64, Mask::causal_bottom_right, 1025).name(), "m192_n128_s2");
   EXPECT_TRUE(step09::shapes(96).empty());
   EXPECT_FALSE(step09::TileShape::parse("m128_n176").has_value());
   EXPECT_FALSE(step09::TileShape::parse("m128_n176_s2x").has_value());

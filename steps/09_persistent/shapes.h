@@ -10,6 +10,7 @@
 /// and Q plus STAGES K and V tiles in the 227 KiB of shared memory of a block.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,11 +38,12 @@ struct TileShape {
 /// kHopperHeadDims); empty for any other value.
 std::vector<TileShape> shapes(int head_dim);
 
-/// The shape attention_forward() runs for a compiled head dim and a mask when nothing forces
-/// one: D = 128 full 128 x 176 (FlashAttention-3's choice), D = 128 causal 128 x 128 (a
-/// diagonal tile of 176 keys hides more keys), D = 64 full 128 x 128, D = 64 causal
-/// 192 x 64 x 4 (step 08's); each measured against the others in the chapter.
-TileShape default_shape(int head_dim, Mask mask);
+/// The shape attention_forward() runs for a compiled head dim, a mask and @p seqlen_k (keys
+/// per head) when nothing forces one: D = 128 full 128 x 176 (FlashAttention-3's choice),
+/// D = 128 causal 128 x 128 (a diagonal tile of 176 keys hides more keys), D = 64 192 x 128
+/// (FlashAttention-3's), except causal problems of at most 1024 keys: 192 x 64 x 4 (step
+/// 08's); each measured against the others in the chapter.
+TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k);
 
 /// attention_forward() with the shape @p shape instead of the default.
 /// @throws Unsupported "shape <name> is not in step 09's space for head_dim <d>: <the space>"

@@ -12,13 +12,18 @@
 //     columns; a ragged last tile clips itself. A q_empty barrier tells the producer when the
 //     Q buffer may take the next tile's Q
 //   - a configuration space per head dim (wgmma takes N up to 256 in steps of 8): D = 128
-//     full problems take 176-key tiles, causal ones 128 (shapes(), default_shape(); the
-//     environment's FLASHSTEPS_STEP09_SHAPE forces one on every call, for measurements;
-//     attention_forward_with() forces one per call, for the tests)
+//     full problems take 176-key tiles, causal ones 128; D = 64 three consumers with 128-key
+//     tiles (shapes(), default_shape(); the environment's FLASHSTEPS_STEP09_SHAPE forces one
+//     on every call, for measurements; attention_forward_with() forces one per call, for the
+//     tests)
+//   - O is rescaled inside the consumer's turn, while its S = Q K^T is on the tensor cores and
+//     before the P V that adds to O (FlashAttention-3's order), instead of after the softmax,
+//     where it delayed the next turn
 //   - the producer, the consumers' ping-pong and the softmax are step 08's
 // Why it is faster: a block pays for its start (barriers, the first Q and K in flight) once
-// per SM instead of once per tile, the next tile's first K loads while O is stored, and a
-// 176-key tile issues 38% more tensor work per hand-over and per barrier than a 128-key one.
+// per SM instead of once per tile, the next tile's first K loads while O is stored, a
+// 176-key tile issues 38% more tensor work per hand-over and per barrier than a 128-key one,
+// and at D = 64 a block of three consumers shares each K/V tile among 192 query rows.
 // Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 604 TFLOP/s
 // (results/nvidia-h200/step09.json, commit 99566c1).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
@@ -251,6 +256,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     for (int i = 0; i < HEAD_DIM / 2; ++i) o_acc[i] = 0.0f;
     float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.0f, 0.0f};  // rows r0, r0 + 8
     std::uint32_t p_frag[BLOCK_N / 16][4];  // P of the previous tile, the A operand of its P V
+    float alpha[2] = {1.0f, 1.0f};          // the previous tile's rescale of O, applied before its P V
+    auto rescale_o = [&] {
+      if (tile::warp_any(alpha[0] != 1.0f || alpha[1] != 1.0f)) {
+#pragma unroll
+        for (int i = 0; i < HEAD_DIM / 2; ++i) o_acc[i] *= alpha[(i / 2) % 2];
+      }
+      sm90::fence_registers(o_acc);
+    };
     trace(sm90::TracePhase::q_wait, it);
     sm90::mbarrier_wait(q_full, local % 2, "q_full");
 
@@ -307,7 +320,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                                    sm90::desc_advance(k_desc, chunk * BLOCK_N * 128 + col_bytes), kk > 0);
       }
       sm90::wgmma_commit();
-      if constexpr (WITH_PV) issue_pv(pv_desc);
+      if constexpr (WITH_PV) {
+        // O *= alpha of the previous tile while S occupies the tensor cores, before the P V
+        // that adds to it (FlashAttention-3's order): off the softmax's path.
+        rescale_o();
+        sm90::wgmma_fence();
+        issue_pv(pv_desc);
+      }
       sm90::wgmma_commit();
       next_turn(false);
       trace(sm90::TracePhase::s_wait, it + j);
@@ -336,7 +355,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // as step 07's (s - m) * scale_log2 (chapter 03): while |m * scale_log2| < 2^10, the
       // rounding of the bias costs at most 2^-14 in the exponent. A warp whose rows' maxima are
       // larger takes the subtract-first path.
-      float m_new[2], m_use[2], alpha[2], bias[2];
+      float m_new[2], m_use[2], bias[2];
       sm90::reduce_rows<BLOCK_N>(s_acc, m_new, [](float a, float c) { return fmaxf(a, c); });
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -363,13 +382,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       trace(sm90::TracePhase::pv_wait, it + j);
       sm90::wgmma_wait<0>();  // P V of the previous tile is done: O and p_frag are free
       sm90::fence_registers(o_acc);
-      trace(sm90::TracePhase::rescale, it + j);
+      trace(sm90::TracePhase::rescale, it + j);  // O is rescaled in the next turn; P is packed here
       if (WITH_PV) release_v(j - 1);
-      if (tile::warp_any(alpha[0] != 1.0f || alpha[1] != 1.0f)) {
-#pragma unroll
-        for (int i = 0; i < HEAD_DIM / 2; ++i) o_acc[i] *= alpha[(i / 2) % 2];
-      }
-    // P as the A operand of the next batch: k-step kk (keys 16 kk ..) is elements 8 kk .. 8 kk + 7.
+      // P as the A operand of the next batch: k-step kk (keys 16 kk ..) is elements 8 kk .. 8 kk + 7.
 #pragma unroll
       for (int kk = 0; kk < BLOCK_N / 16; ++kk)
 #pragma unroll
@@ -389,7 +404,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       trace(sm90::TracePhase::turn, it + wg_tiles);
       my_turn();
       trace(sm90::TracePhase::issue, it + wg_tiles);
-      sm90::fence_registers(o_acc);
+      rescale_o();
       sm90::wgmma_fence();
       issue_pv(pv_desc);
       sm90::wgmma_commit();
@@ -459,15 +474,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 // [end:kernel]
 
 // [start:space]
-// The configuration space: per compiled head dim, the shapes below. Two consumers with
-// 64-key tiles are left out (step 08 measured them no faster), 176-key tiles at D = 64 too
-// (a 64 x 176 S is twice the work per exponent of D = 64's GEMMs: the softmax would be the
-// longer phase), and three consumers at D = 128: with 128-key tiles their 160 registers
-// cannot hold a 64 x 128 O, S and P (64 + 64 + 32 before any address); with 64-key tiles
-// (64 + 32 + 16) they would, and that shape was not tried.
+// The configuration space: per compiled head dim, the shapes below. At D = 64 three
+// consumers fit 128-key tiles in their 160 registers (S 64 + O 32 + P 32; FlashAttention-3's
+// 192 x 128). Two consumers with 64-key tiles are left out (step 08 measured them no faster),
+// 176-key tiles at D = 64 too (a 64 x 176 S is twice the work per exponent of D = 64's GEMMs:
+// the softmax would be the longer phase), and three consumers at D = 128: with 128-key tiles
+// their 160 registers cannot hold a 64 x 128 O, S and P (64 + 64 + 32 before any address);
+// with 64-key tiles (64 + 32 + 16) they would, and that shape was not tried.
 template <int HEAD_DIM>
 using Space = std::conditional_t<HEAD_DIM == 64,
-                                 std::tuple<TileConfig<64, 3, 64, 4>, TileConfig<64, 2, 128, 2>>,
+                                 std::tuple<TileConfig<64, 3, 64, 4>, TileConfig<64, 2, 128, 2>, TileConfig<64, 3, 128, 2>>,
                                  std::tuple<TileConfig<HEAD_DIM, 2, 176, 2>, TileConfig<HEAD_DIM, 2, 128, 2>>>;
 // [end:space]
 
@@ -544,12 +560,13 @@ std::vector<TileShape> shapes(int head_dim) {
 }
 
 // [start:default_shape]
-// Measured on the H200 (bf16, N 1024-8192, results/nvidia-h200/runs/step09-shapes-*): at
-// D = 128 the 176-key tiles gain 0-5% on full problems and lose up to 9% on short causal
-// ones; at D = 64 two consumers with 128-key tiles gain 4-10% on full problems, and three
-// with 64-key tiles keep the short causal ones 0-2% ahead.
-TileShape default_shape(int head_dim, Mask mask) {
-  if (head_dim == 64) return mask == Mask::none ? TileShape{128, 128, 2} : TileShape{192, 64, 4};
+// Measured on the H200 (bf16, N 1024-8192, results/nvidia-h200/runs/step09-shapes-* and
+// step09-softmax-levers-*): at D = 128 the 176-key tiles gain 0-5% on full problems and lose
+// up to 9% on short causal ones; at D = 64 three consumers with 128-key tiles gain 3-12% over
+// two (full) and over 64-key tiles (causal), except on causal problems of at most 1024 keys,
+// where the 64-key tiles hide fewer masked keys on the diagonal and stay 3% ahead.
+TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k) {
+  if (head_dim == 64) return mask != Mask::none && seqlen_k <= 1024 ? TileShape{192, 64, 4} : TileShape{192, 128, 2};
   return mask == Mask::none ? TileShape{128, 176, 2} : TileShape{128, 128, 2};
 }
 // [end:default_shape]
@@ -576,7 +593,7 @@ void forward(const AttentionArgs& args, vendor::Stream stream, const TileShape* 
       throw exceeds_limit("step 09", name, n, "TMA's 32-bit coordinates", std::numeric_limits<std::int32_t>::max());
   dispatch_head_dim_sm90(args.head_dim(), "step 09", [&](auto head_dim_tag) {
     constexpr int D = decltype(head_dim_tag)::value;
-    TileShape shape = default_shape(D, args.mask);
+    TileShape shape = default_shape(D, args.mask, args.seqlen_k());
     std::string why = "shape";
     if (forced != nullptr) {
       shape = *forced;
