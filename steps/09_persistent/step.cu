@@ -24,8 +24,8 @@
 // per SM instead of once per tile, the next tile's first K loads while O is stored, a
 // 176-key tile issues 38% more tensor work per hand-over and per barrier than a 128-key one,
 // and at D = 64 a block of three consumers shares each K/V tile among 192 query rows.
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 604 TFLOP/s
-// (results/nvidia-h200/step09.json, commit 99566c1).
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 589 TFLOP/s
+// (results/nvidia-h200/step09.json, commit fc47860).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
 // run: faster than step 08 at every point, short of cuDNN, which the course's goal asks to
 // pass.
