@@ -763,18 +763,23 @@ def split_wide_tables(markdown: str, group_re: str = r"^(.*?)\s*D=\d+ \w+$") -> 
     return "\n".join(out)
 
 
-def with_run_baselines(results: Path, run: str, out: Path) -> Path:
+def with_run_baselines(results: Path, run: str, out: Path, step: str | None = None) -> Path:
     """A results tree at @p out that is @p results with, per GPU, the baseline (SDPA) files of
     the same-run set ``runs/<run>/`` in place of the published ones, where that set has them
-    (links, nothing copied): a step's results table then compares it with the SDPA measured in
-    its own session, as facts.sdpa_run() does for the chapters' sentences."""
+    (links, nothing copied), and likewise the other steps' files (the step a table's speed-up
+    divides by) but not step @p step's own: a step's results table then compares it with the
+    SDPA and the previous step measured in its own session, as facts.sdpa_run() and
+    facts.VERSUS do for the chapters' sentences."""
+    def own(name: str) -> bool:  # the step's own files: stepNN.json, stepNN-decode.json, ...
+        return bool(step) and (name.startswith(f"step{step}.") or name.startswith(f"step{step}-"))
     for gpu in (d for d in results.iterdir() if d.is_dir()):
         (out / gpu.name).mkdir(parents=True, exist_ok=True)
         same = results / gpu.name / "runs" / run
         for f in gpu.iterdir():
             if f.is_file():
                 swap = same / f.name
-                use = swap if f.name.startswith("sdpa-") and swap.is_file() else f
+                other_step = f.name.startswith("step") and f.name.endswith(".json") and not own(f.name)
+                use = swap if (f.name.startswith("sdpa-") or other_step) and swap.is_file() else f
                 (out / gpu.name / f.name).symlink_to(use.resolve())
     return out
 
@@ -782,7 +787,8 @@ def with_run_baselines(results: Path, run: str, out: Path) -> Path:
 def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path],
                           steps: list[Step] | None = None) -> None:
     """Per step: its results table (TFLOPS per N, speed-up) and its traffic tables; the
-    baseline columns come from the SDPA files of the step's same-run set (facts.sdpa_run())."""
+    baseline columns and the previous step come from the step's same-run set
+    (facts.sdpa_run()) where it has them."""
     fr, _, traffic, facts = import_tools(repo)
     records, _, kernels, _ = load_measured(repo, results)
     py = sys.executable
@@ -798,7 +804,7 @@ def generate_step_results(repo: Path, gen: Path, results: Path, keep: set[Path],
             tree = src
             run = facts.sdpa_run(records, runs, num)
             if extra and run:
-                tree = str(with_run_baselines(results, run, Path(empty) / f"run-{num}"))
+                tree = str(with_run_baselines(results, run, Path(empty) / f"run-{num}", num))
             table = run_tool([py, str(repo / "tools" / "results" / "results_table.py"), tree, "--step", num,
                               *extra], "tools/results/results_table.py --step")
             pieces = {

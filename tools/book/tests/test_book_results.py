@@ -444,17 +444,21 @@ def test_a_step_is_compared_with_the_sdpa_of_its_own_run():
 
 
 def test_a_steps_results_table_takes_the_baselines_of_its_run(tmp_path):
-    """stage_book.with_run_baselines: the published files, with the run's sdpa-*.json in place
-    of the published ones where the run has them, and nothing else swapped."""
+    """stage_book.with_run_baselines: the published files, with the run's sdpa-*.json and the
+    other steps' files in place of the published ones where the run has them; the step's own
+    file and everything else stay the published ones."""
     results = tmp_path / "results"
     gpu = results / "some-gpu"
     (gpu / "runs" / "setA").mkdir(parents=True)
-    for name, text in {"step04.json": "published 04", "sdpa-flash.json": "published flash",
+    for name, text in {"step03.json": "published 03", "step04.json": "published 04",
+                       "step04-decode.json": "published 04 decode", "sdpa-flash.json": "published flash",
                        "sdpa-cudnn.json": "published cudnn"}.items():
         (gpu / name).write_text(text)
-    (gpu / "runs" / "setA" / "sdpa-flash.json").write_text("run flash")
-    (gpu / "runs" / "setA" / "step04.json").write_text("run 04")
-    tree = stage_book.with_run_baselines(results, "setA", tmp_path / "tree")
+    for name, text in {"sdpa-flash.json": "run flash", "step03.json": "run 03", "step04.json": "run 04",
+                       "step04-decode.json": "run 04 decode"}.items():
+        (gpu / "runs" / "setA" / name).write_text(text)
+    tree = stage_book.with_run_baselines(results, "setA", tmp_path / "tree", "04")
     got = {f.name: f.read_text() for f in (tree / "some-gpu").iterdir()}
-    assert got == {"step04.json": "published 04", "sdpa-flash.json": "run flash",
+    assert got == {"step03.json": "run 03", "step04.json": "published 04",
+                   "step04-decode.json": "published 04 decode", "sdpa-flash.json": "run flash",
                    "sdpa-cudnn.json": "published cudnn"}
