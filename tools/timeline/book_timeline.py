@@ -30,7 +30,7 @@ def _table(doc: dict, window: tuple[float, float], pt) -> str:
     for role, totals in pt.summary(doc, window).items():
         span = sum(totals.values())
         for phase, us in sorted(totals.items(), key=lambda kv: -kv[1]):
-            label = pt.PHASES.get(phase, (phase, ""))[0]
+            label = pt.phase_label(doc, phase)
             rows.append(f"| {role} | {label} | {us:.2f} | {100 * us / span:.0f} % |")
     return "\n".join(rows)
 

@@ -60,7 +60,18 @@ PHASES: dict[str, tuple[str, str]] = {
     "rescale": ("rescale O, pack P", "#98df8a"),
     "epilogue": ("epilogue: O, LSE", "#8c564b"),
 }
+# Where a step's code does other work in a phase than PHASES' label says, its own label: step
+# 09 rescales O inside its turn (after issuing S, before the P V), so its "rescale" mark only
+# packs P.
+STEP_LABELS: dict[str, dict[str, str]] = {
+    "09": {"issue": "GEMM issue: S = QKᵀ, O *= α, O += PV", "rescale": "pack P"},
+}
 UNKNOWN_COLOR = "#7f7f7f"
+
+
+def phase_label(doc: dict, phase: str) -> str:
+    """The legend label of @p phase in the trace @p doc (its step's own where it has one)."""
+    return STEP_LABELS.get(str(doc.get("step", "")), {}).get(phase) or PHASES.get(phase, (phase, ""))[0]
 ARROW_COLOR = "#333333"
 
 
@@ -216,7 +227,7 @@ def plot(doc: dict, out_prefix: Path, window: tuple[float, float] | None = None,
     arrows = pairs if len(pairs) <= MAX_ARROWS else []
 
     order = [p for p in PHASES if p in drawn] + sorted(p for p in drawn if p not in PHASES)
-    handles = [Patch(facecolor=drawn[p], label=PHASES.get(p, (p, ""))[0]) for p in order]
+    handles = [Patch(facecolor=drawn[p], label=phase_label(doc, p)) for p in order]
     if arrows:
         handles.append(Line2D([], [], color=ARROW_COLOR, lw=0.7, marker=">", markersize=4,
                               label="hand-over of the tensor cores"))

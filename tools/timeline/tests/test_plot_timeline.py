@@ -213,3 +213,15 @@ def test_command_line_rejects_a_malformed_trace(tmp_path):
     assert run.returncode == 2 and "version" in run.stderr
     assert not (tmp_path / "fig.png").exists()
 
+
+
+def test_a_step_that_moved_work_between_phases_gets_its_own_labels(tmp_path):
+    """Step 09 rescales O inside its turn, so its legend says so and its "rescale" mark is
+    labelled as what is left there (packing P); step 08's keep the common labels."""
+    doc = make_trace()
+    doc["step"] = "09"
+    svg = pt.plot(doc, tmp_path / "s09")[1].read_text()
+    assert pt.phase_label(doc, "rescale") == "pack P" and "pack P" in svg
+    assert pt.PHASES["rescale"][0] not in svg and pt.PHASES["issue"][0] not in svg
+    assert pt.phase_label(doc, "softmax") == pt.PHASES["softmax"][0]
+    assert pt.phase_label(make_trace(), "rescale") == pt.PHASES["rescale"][0]
