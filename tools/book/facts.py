@@ -153,7 +153,7 @@ STEP_LIMITS = {
     "06": "instruction issue: warps wait on the results of earlier arithmetic",
     "07": "the GEMMs and the softmax of a warpgroup still run in sequence",
     "08": "a consumer's softmax is longer than the other consumer's GEMMs that hide it",
-    "09": "the softmax inside the loop: tensor pipe busy 67% of the cycles",
+    "09": "the softmax's instructions inside the loop: tensor pipe busy 72% of the cycles",
 }
 
 
