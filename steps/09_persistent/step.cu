@@ -19,6 +19,8 @@
 //   - O is rescaled inside the consumer's turn, while its S = Q K^T is on the tensor cores and
 //     before the P V that adds to O (FlashAttention-3's order), instead of after the softmax,
 //     where it delayed the next turn
+//   - the row sums of P are added in four chains per row as the exponents arrive, filling the
+//     gaps between a warp's ex2.approx instructions, instead of as a tree after them
 //   - the producer, the consumers' ping-pong and the softmax are step 08's
 // Why it is faster: a block pays for its start (barriers, the first Q and K in flight) once
 // per SM instead of once per tile, the next tile's first K loads while O is stored, a
@@ -350,7 +352,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           if (8 * (i / 4) + 2 * (lane % 4) + i % 2 > last_col[(i / 2) % 2]) s_acc[i] = -INFINITY;
       }
       // The online softmax of step 07, now the critical path that the other consumer's GEMMs
-      // must hide, so shortened: the row max and sum as trees (depth 5 instead of chains of 32),
+      // must hide, so shortened: the row max as a tree (depth 6 instead of a chain of 44), the
+      // sum in four chains per row beside the exponents (below),
       // and the exponent as one FFMA, s * scale_log2 - m * scale_log2, wherever that is as exact
       // as step 07's (s - m) * scale_log2 (chapter 03): while |m * scale_log2| < 2^10, the
       // rounding of the bias costs at most 2^-14 in the exponent. A warp whose rows' maxima are
@@ -367,17 +370,26 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         m_i[r] = m_new[r];
         bias[r] = m_use[r] * p.scale_log2;
       }
+      // P, unnormalised, and its row sums: four partial sums per row, each taking its exponent
+      // as it arrives. A warp's ex2.approx instructions go out several cycles apart, and the
+      // additions fill those gaps; summed as a tree after the last exponent (step 08), they
+      // came after the whole stream instead.
+      float part[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
       if (!tile::warp_any(!(fabsf(bias[0]) < 1024.0f && fabsf(bias[1]) < 1024.0f))) {
 #pragma unroll
-        for (int i = 0; i < BLOCK_N / 2; ++i) s_acc[i] = tile::exp2_approx(fmaf(s_acc[i], p.scale_log2, -bias[(i / 2) % 2]));
+        for (int i = 0; i < BLOCK_N / 2; ++i) {
+          s_acc[i] = tile::exp2_approx(fmaf(s_acc[i], p.scale_log2, -bias[(i / 2) % 2]));
+          part[(i / 2) % 2][(i / 4) % 4] += s_acc[i];
+        }
       } else {
 #pragma unroll
-        for (int i = 0; i < BLOCK_N / 2; ++i) s_acc[i] = tile::exp2_approx((s_acc[i] - m_use[(i / 2) % 2]) * p.scale_log2);
+        for (int i = 0; i < BLOCK_N / 2; ++i) {
+          s_acc[i] = tile::exp2_approx((s_acc[i] - m_use[(i / 2) % 2]) * p.scale_log2);
+          part[(i / 2) % 2][(i / 4) % 4] += s_acc[i];
+        }
       }
-      float row_sum[2];
-      sm90::reduce_rows<BLOCK_N>(s_acc, row_sum, [](float a, float c) { return a + c; });
 #pragma unroll
-      for (int r = 0; r < 2; ++r) l_i[r] = l_i[r] * alpha[r] + row_sum[r];
+      for (int r = 0; r < 2; ++r) l_i[r] = l_i[r] * alpha[r] + ((part[r][0] + part[r][1]) + (part[r][2] + part[r][3]));
 
       trace(sm90::TracePhase::pv_wait, it + j);
       sm90::wgmma_wait<0>();  // P V of the previous tile is done: O and p_frag are free
