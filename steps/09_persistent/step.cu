@@ -27,7 +27,8 @@
 // 176-key tile issues 38% more tensor work per hand-over and per barrier than a 128-key one,
 // and at D = 64 a block of three consumers shares each K/V tile among 192 query rows.
 // Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 589 TFLOP/s
-// (results/nvidia-h200/step09.json, commit fc47860).
+// (results/nvidia-h200/step09.json, commit fc47860, before the row sums moved beside the
+// exponents; the chapter has that change's own measurement).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
 // run: faster than step 08 at every point, short of cuDNN on every attention problem but the
 // longest D = 64 full ones, which the course's goal asks to pass.
