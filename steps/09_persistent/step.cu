@@ -21,11 +21,12 @@
 //     where it delayed the next turn
 //   - the row sums of P are added in four chains per row as the exponents arrive, filling the
 //     gaps between a warp's ex2.approx instructions, instead of as a tree after them
-//   - the producer, the consumers' ping-pong and the softmax are step 08's
+//   - the producer, the consumers' ping-pong and the rest of the softmax are step 08's
 // Why it is faster: a block pays for its start (barriers, the first Q and K in flight) once
 // per SM instead of once per tile, the next tile's first K loads while O is stored, a
 // 176-key tile issues 38% more tensor work per hand-over and per barrier than a 128-key one,
-// and at D = 64 a block of three consumers shares each K/V tile among 192 query rows.
+// at D = 64 a block of three consumers shares each K/V tile among 192 query rows, and the
+// row sums no longer wait for the last exponent.
 // Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 589 TFLOP/s
 // (results/nvidia-h200/step09.json, commit fc47860, before the row sums moved beside the
 // exponents; the chapter has that change's own measurement).
@@ -353,7 +354,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           if (8 * (i / 4) + 2 * (lane % 4) + i % 2 > last_col[(i / 2) % 2]) s_acc[i] = -INFINITY;
       }
       // The online softmax of step 07, now the critical path that the other consumer's GEMMs
-      // must hide, so shortened: the row max as a tree (depth 6 instead of a chain of 44), the
+      // must hide, so shortened: the row max as a tree (depth log2(BLOCK_N / 4) instead of a chain of BLOCK_N / 4), the
       // sum in four chains per row beside the exponents (below),
       // and the exponent as one FFMA, s * scale_log2 - m * scale_log2, wherever that is as exact
       // as step 07's (s - m) * scale_log2 (chapter 03): while |m * scale_log2| < 2^10, the
