@@ -268,6 +268,30 @@ __device__ __forceinline__ void p_fragment(std::uint32_t (&a)[4], const Acc<ROWS
   a[3] = pack2<T>(p.x[i][2 * kk + 1][2], p.x[i][2 * kk + 1][3]);
 }
 
+/// S = A B^T for one warp, A's and B's fragments read by ldmatrix from where @p a_addr(i, k) and
+/// @p b_addr(j, k) say: the lane's shared-space address for rows 16 i to 16 i + 15 of A, or
+/// 16 j to 16 j + 15 of B, columns k to k + 15 of D.
+template <int D, typename T, int ROWS, int COLS, typename AAddr, typename BAddr>
+__device__ __forceinline__ void mma_ABt_at(Acc<ROWS, COLS>& s, AAddr a_addr, BAddr b_addr) {
+  s.zero();
+#pragma unroll
+  for (int k = 0; k < D; k += 16) {
+    std::uint32_t a[Acc<ROWS, COLS>::kRowTiles][4];
+#pragma unroll
+    for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i) ldmatrix_x4(a[i], a_addr(i, k));
+#pragma unroll
+    for (int j = 0; j < COLS / 16; ++j) {
+      std::uint32_t b[4];  // b0, b1 of atom 2j, then of atom 2j + 1
+      ldmatrix_x4(b, b_addr(j, k));
+#pragma unroll
+      for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i) {
+        mma_16816<T>(s.x[i][2 * j], a[i], b[0], b[1]);
+        mma_16816<T>(s.x[i][2 * j + 1], a[i], b[2], b[3]);
+      }
+    }
+  }
+}
+
 /// S = A B^T for one warp: A is the warp's ROWS x D rows of shared memory at @p sA, B the
 /// COLS x D rows at @p sB (both with pitch smem_pitch(D)). Per 16 columns of D: one
 /// ldmatrix.x4 per 16 rows of A, one per 16 rows of B (two n8 atoms), then kRowTiles x 2 mma
@@ -278,24 +302,8 @@ __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T
   const int lane = threadIdx.x % 32;
   const std::uint32_t a_base = smem_addr(sA + FLASHSTEPS_LDMATRIX_A_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_A_COL(lane));
   const std::uint32_t b_base = smem_addr(sB + FLASHSTEPS_LDMATRIX_B_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_B_COL(lane));
-  s.zero();
-#pragma unroll
-  for (int k = 0; k < D; k += 16) {
-    std::uint32_t a[Acc<ROWS, COLS>::kRowTiles][4];
-#pragma unroll
-    for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i)
-      ldmatrix_x4(a[i], a_base + 2 * (16 * i * pitch + k));
-#pragma unroll
-    for (int j = 0; j < COLS / 16; ++j) {
-      std::uint32_t b[4];  // b0, b1 of atom 2j, then of atom 2j + 1
-      ldmatrix_x4(b, b_base + 2 * (16 * j * pitch + k));
-#pragma unroll
-      for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i) {
-        mma_16816<T>(s.x[i][2 * j], a[i], b[0], b[1]);
-        mma_16816<T>(s.x[i][2 * j + 1], a[i], b[2], b[3]);
-      }
-    }
-  }
+  mma_ABt_at<D, T>(s, [&](int i, int k) { return a_base + 2 * (16 * i * pitch + k); },
+                   [&](int j, int k) { return b_base + 2 * (16 * j * pitch + k); });
 }
 
 /// O += P V for one warp, V's fragments read transposed by ldmatrix from where @p v_addr(kk, j)
@@ -345,24 +353,8 @@ __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T
   const int b_row = FLASHSTEPS_LDMATRIX_B_ROW(lane), b_col = FLASHSTEPS_LDMATRIX_B_COL(lane);
   const int a_xor = a_row % 8 * kChunk, b_xor = b_row % 8 * kChunk;
   const std::uint32_t a_base = smem_addr(sA + a_row * D), b_base = smem_addr(sB + b_row * D);
-  s.zero();
-#pragma unroll
-  for (int k = 0; k < D; k += 16) {
-    std::uint32_t a[Acc<ROWS, COLS>::kRowTiles][4];
-#pragma unroll
-    for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i)
-      ldmatrix_x4(a[i], a_base + 2 * (16 * i * D + ((k + a_col) ^ a_xor)));
-#pragma unroll
-    for (int j = 0; j < COLS / 16; ++j) {
-      std::uint32_t b[4];  // b0, b1 of atom 2j, then of atom 2j + 1
-      ldmatrix_x4(b, b_base + 2 * (16 * j * D + ((k + b_col) ^ b_xor)));
-#pragma unroll
-      for (int i = 0; i < Acc<ROWS, COLS>::kRowTiles; ++i) {
-        mma_16816<T>(s.x[i][2 * j], a[i], b[0], b[1]);
-        mma_16816<T>(s.x[i][2 * j + 1], a[i], b[2], b[3]);
-      }
-    }
-  }
+  mma_ABt_at<D, T>(s, [&](int i, int k) { return a_base + 2 * (16 * i * D + ((k + a_col) ^ a_xor)); },
+                   [&](int j, int k) { return b_base + 2 * (16 * j * D + ((k + b_col) ^ b_xor)); });
 }
 
 /// mma_AB() with V in the Swizzled layout (tile.h): the KEYS x D rows at @p sV, written with
