@@ -4,10 +4,11 @@
 /// of each problem, and a way to force one (tests, measurements).
 ///
 /// A shape is BLOCK_M query rows per block (64 per consumer warpgroup: 128 = two consumers,
-/// 192 = three), BLOCK_N keys per K/V tile (a wgmma N: 64, 128 or 176) and STAGES K/V buffers.
+/// 192 = three), BLOCK_N keys per K/V tile (a wgmma N: 64, 128, 160 or 176) and STAGES K/V buffers.
 /// Which shapes exist for a head dim is decided by what fits: the consumers' S, P and O in
 /// the registers setmaxnreg gives them (240 per thread with two consumers, 160 with three),
-/// and Q plus STAGES K and V tiles in the 227 KiB of shared memory of a block.
+/// and Q plus STAGES K and V tiles in the 227 KiB of shared memory of a block (plus an O
+/// buffer of Q's size where it fits: every shape but 128 x 176).
 #pragma once
 
 #include <cstdint>
@@ -40,7 +41,7 @@ std::vector<TileShape> shapes(int head_dim);
 
 /// The shape attention_forward() runs for a compiled head dim, a mask and @p seqlen_k (keys
 /// per head) when nothing forces one: D = 128 full 128 x 176 (FlashAttention-3's choice),
-/// D = 128 causal 128 x 128 (a diagonal tile of 176 keys hides more keys), D = 64 192 x 128
+/// 128 x 160 up to 2048 keys (its O buffer lets the next Q load early), D = 128 causal 128 x 128 (a diagonal tile of 176 keys hides more keys), D = 64 192 x 128
 /// (FlashAttention-3's), except causal problems of at most 1024 keys: 192 x 64 x 4 (step
 /// 08's); each measured against the others in the chapter.
 TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k);

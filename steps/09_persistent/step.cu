@@ -7,13 +7,16 @@
 //     heaviest first (LPT), full ones head by head, as the flat grids of steps 05-08 ordered
 //     their blocks. The K/V ring and its phases run on across the tiles of a block, so the
 //     producer loads the next tile's first K while the consumers still finish this one
-//   - the epilogue goes out through TMA: each consumer writes its O rows into the Q buffer
+//   - the epilogue goes out through TMA: each consumer writes its O rows into an O buffer
 //     (swizzled, as TMA reads it), and one thread stores them with one tile copy per 64
 //     columns; a ragged last tile clips itself. A q_empty barrier tells the producer when the
-//     Q buffer may take the next tile's Q
+//     Q buffer may take the next tile's Q: as soon as the consumers' last S = Q K^T is done,
+//     so that it loads during their last softmax, P V and epilogue. The 176-key tiles leave
+//     no room for an O buffer; they stage O in the Q buffer, which is then free only once O
+//     has left it
 //   - a configuration space per head dim (wgmma takes N up to 256 in steps of 8): D = 128
-//     full problems take 176-key tiles, causal ones 128; D = 64 three consumers with 128-key
-//     tiles (64-key ones on causal problems of at most 1024 keys) (shapes(), default_shape();
+//     full problems take 176-key tiles (160 up to 2048 keys), causal ones 128; D = 64 three
+//     consumers with 128-key tiles (64-key ones on causal problems of at most 1024 keys) (shapes(), default_shape();
 //     the environment's FLASHSTEPS_STEP09_SHAPE forces one on every call, for measurements;
 //     attention_forward_with() forces one per call, for the tests)
 //   - O is rescaled inside the consumer's turn, while its S = Q K^T is on the tensor cores and
@@ -23,7 +26,7 @@
 //     gaps between a warp's ex2.approx instructions, instead of as a tree after them
 //   - the producer, the consumers' ping-pong and the rest of the softmax are step 08's
 // Why it is faster: a block pays for its start (barriers, the first Q and K in flight) once
-// per SM instead of once per tile, the next tile's first K loads while O is stored, a
+// per SM instead of once per tile, the next tile's first K and Q load while this one ends, a
 // 176-key tile issues 38% more tensor work per hand-over and per barrier than a 128-key one,
 // at D = 64 a block of three consumers shares each K/V tile among 192 query rows, and the
 // row sums no longer wait for the last exponent.
@@ -62,9 +65,10 @@ namespace {
 // [start:tile_config]
 // As step 08: CONSUMERS warpgroups of 64 query rows (BLOCK_M = 64 x CONSUMERS) and one
 // producer warpgroup, BLOCK_N keys at a time through STAGES buffers of K and of V, every tile
-// stored as HEAD_DIM / 64 swizzled chunks of [rows][64]. New: BLOCK_N may be 176 (any
+// stored as HEAD_DIM / 64 swizzled chunks of [rows][64]. New: BLOCK_N may be 160 or 176 (any
 // multiple of 16 up to 256 is a wgmma N and a whole number of P V k-steps; 176 is the widest
-// whose S, P and O fit 240 registers at D = 128), and a q_empty barrier.
+// whose S, P and O fit 240 registers at D = 128), an O buffer where it fits, and a q_empty
+// barrier.
 template <int HEAD_DIM_, int CONSUMERS_, int BLOCK_N_, int STAGES_>
 struct TileConfig {
   static constexpr int HEAD_DIM = HEAD_DIM_, CONSUMERS = CONSUMERS_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
@@ -81,12 +85,17 @@ struct TileConfig {
           ? 240
           : ((65536 - kProducerRegs * sm90::kWarpgroupThreads) / (CONSUMERS * sm90::kWarpgroupThreads)) / 8 * 8;
   static_assert(HEAD_DIM % 64 == 0, "HEAD_DIM must be whole 128-byte swizzle chunks");
-  static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 176, "BLOCK_N is a wgmma N this step instantiates");
+  static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 160 || BLOCK_N == 176, "BLOCK_N is a wgmma N this step instantiates");
   static_assert(STAGES >= 2, "STAGES must be at least 2 (one K/V buffer loading, one in use)");
   static_assert(CONSUMERS >= 2 && CONSUMERS <= 3, "ping-pong needs two consumers; four would not fit 64 Ki registers");
-  /// Q (which also stages O on its way out), STAGES K and V tiles, the mbarriers, and 1 KiB
-  /// of slack to align the tiles to the 1024-byte period of the swizzle.
-  static constexpr std::size_t smem_bytes = 1024 + kQBytes + 2 * STAGES * kKvBytes + 8 * (2 + 4 * STAGES);
+  /// Q, STAGES K and V tiles, the mbarriers, and 1 KiB of slack to align the tiles to the
+  /// 1024-byte period of the swizzle; then an O buffer of Q's size, or O staged in Q.
+  static constexpr std::size_t kSmemSharedO = 1024 + kQBytes + 2 * STAGES * kKvBytes + 8 * (2 + 4 * STAGES);
+  /// O gets a buffer of its own where one fits (every shape but 128 x 176 at D = 128): Q is
+  /// then free once the last S = Q K^T of a work tile is done, and the next tile's Q loads
+  /// during the last softmax, P V and epilogue.
+  static constexpr bool kSeparateO = kSmemSharedO + kQBytes <= 227 * 1024;
+  static constexpr std::size_t smem_bytes = kSmemSharedO + (kSeparateO ? kQBytes : 0);
   static TileShape shape() { return TileShape{BLOCK_M, BLOCK_N, STAGES}; }
 };
 constexpr std::size_t kMaxSmem = 227 * 1024;
@@ -137,11 +146,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   extern __shared__ unsigned char smem_raw[];
   // The swizzle repeats every 1024 bytes, and the descriptors assume tiles start on it.
   unsigned char* smem = smem_raw + ((1024 - sm90::smem_u32(smem_raw) % 1024) % 1024);
-  T* Q_smem = reinterpret_cast<T*>(smem);             // [CHUNKS][BLOCK_M][64] swizzled; O on its way out
+  T* Q_smem = reinterpret_cast<T*>(smem);             // [CHUNKS][BLOCK_M][64] swizzled
   T* K_smem = Q_smem + BLOCK_M * HEAD_DIM;            // [STAGES][CHUNKS][BLOCK_N][64] swizzled
   T* V_smem = K_smem + STAGES * BLOCK_N * HEAD_DIM;   // [STAGES][CHUNKS][BLOCK_N][64] swizzled
-  std::uint64_t* q_full = reinterpret_cast<std::uint64_t*>(V_smem + STAGES * BLOCK_N * HEAD_DIM);
-  std::uint64_t* q_empty = q_full + 1;        // every consumer's O has left the Q buffer
+  T* O_smem = Cfg::kSeparateO ? V_smem + STAGES * BLOCK_N * HEAD_DIM : Q_smem;  // [CHUNKS][BLOCK_M][64] swizzled
+  std::uint64_t* q_full = reinterpret_cast<std::uint64_t*>(Cfg::kSeparateO ? O_smem + BLOCK_M * HEAD_DIM : V_smem + STAGES * BLOCK_N * HEAD_DIM);
+  std::uint64_t* q_empty = q_full + 1;        // every consumer is done with Q (and, staged in it, with O)
   std::uint64_t* k_full = q_empty + 1;        // [STAGES]: K tile landed (TMA transaction bytes)
   std::uint64_t* k_empty = k_full + STAGES;   // [STAGES]: every consumer warp done with the K buffer
   std::uint64_t* v_full = k_empty + STAGES;   // [STAGES]: V tile landed
@@ -154,7 +164,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   if (threadIdx.x == 0) {
     sm90::mbarrier_init(q_full, 1);
-    sm90::mbarrier_init(q_empty, CONSUMERS);  // one arrival per consumer, after its TMA store read O
+    sm90::mbarrier_init(q_empty, Cfg::kSeparateO ? 4 * CONSUMERS : CONSUMERS);  // per consumer warp after its last S, or per consumer after its TMA store read O
     for (int s = 0; s < STAGES; ++s) {
       sm90::mbarrier_init(&k_full[s], 1);  // the producer's arrive.expect_tx
       sm90::mbarrier_init(&v_full[s], 1);
@@ -270,6 +280,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     };
     trace(sm90::TracePhase::q_wait, it);
     sm90::mbarrier_wait(q_full, local % 2, "q_full");
+    if constexpr (Cfg::kSeparateO)
+      if (wg_tiles == 0 && lane == 0) sm90::mbarrier_arrive(q_empty);  // these rows never read Q
 
     // K/V tile j of this work tile is tile it + j of the block's ring. O += P V of tile j (its
     // V buffer, waited for beforehand with wait_v), A from registers, V MN-major (16 keys =
@@ -340,6 +352,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::wgmma_wait<1>();
       sm90::fence_registers(s_acc);
       if (lane == 0) sm90::mbarrier_arrive(&k_empty[stage]);  // S is done with the K buffer
+      if constexpr (Cfg::kSeparateO)
+        if (j == wg_tiles - 1 && lane == 0) sm90::mbarrier_arrive(q_empty);  // and, after its last tile, with Q
       trace(sm90::TracePhase::softmax, it + j);
 
       if constexpr (MASKED) {  // some key of the tile is hidden from some row
@@ -449,9 +463,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     trace(sm90::TracePhase::epilogue, -1);
     // [start:epilogue]
     // O_i = o_acc / l_i and the LSE as step 08. The O rows of this warpgroup go into its own
-    // 64 rows of the Q buffer, laid out as TMA reads them (its wgmmas are done with them);
-    // then one thread stores them, one 64-column box per chunk, and once TMA has read them
-    // the warpgroup tells the producer (q_empty) that its part of the buffer is free.
+    // 64 rows of the O buffer, laid out as TMA reads them, once the previous tile's store has
+    // read them; then one thread stores them, one 64-column box per chunk, and moves on
+    // without waiting. Staged in the Q buffer instead (no O buffer), the thread waits for TMA
+    // to read them and then tells the producer (q_empty) that its part of the buffer is free.
     float inv_l[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
@@ -463,7 +478,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const std::int64_t row = m0 + r0 + 8 * r;
       if (lane % 4 == 0 && p.lse != nullptr && row < p.Nq) p.lse[w.bh * p.Nq + row] = lse;
     }
-    unsigned char* q_bytes = reinterpret_cast<unsigned char*>(Q_smem);
+    if constexpr (Cfg::kSeparateO) {
+      // The previous work tile's O has left the buffer (its store has read it).
+      if (warp == 0 && lane == 0) sm90::tma_store_wait_read();
+      sm90::named_barrier_sync(1 + CONSUMERS + consumer, sm90::kWarpgroupThreads);
+    }
+    unsigned char* q_bytes = reinterpret_cast<unsigned char*>(O_smem);
 #pragma unroll
     for (int i = 0; i < HEAD_DIM / 2; i += 2) {
       const int r = (i / 2) % 2, col = 8 * (i / 4) + 2 * (lane % 4);
@@ -474,15 +494,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90::named_barrier_sync(1 + CONSUMERS + consumer, sm90::kWarpgroupThreads);
     if (warp == 0 && lane == 0) {
       for (int c = 0; c < CHUNKS; ++c)
-        sm90::tma_store_4d(&o_map, Q_smem + c * BLOCK_M * 64 + 64 * consumer * 64, c * 64,
+        sm90::tma_store_4d(&o_map, O_smem + c * BLOCK_M * 64 + 64 * consumer * 64, c * 64,
                            static_cast<int>(m0 + 64 * consumer), static_cast<int>(w.h), static_cast<int>(w.b));
       sm90::tma_store_commit();
-      sm90::tma_store_wait_read();
-      sm90::mbarrier_arrive(q_empty);
+      if constexpr (!Cfg::kSeparateO) {
+        sm90::tma_store_wait_read();
+        sm90::mbarrier_arrive(q_empty);
+      }
     }
     ++local;
     // [end:epilogue]
   }
+  if constexpr (Cfg::kSeparateO)
+    if (warp == 0 && lane == 0) sm90::tma_store_wait_read();  // the last O has left shared memory
   trace.stop();
 }
 // [end:kernel]
@@ -494,11 +518,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 // 176-key tiles at D = 64 too (a 64 x 176 S is twice the work per exponent of D = 64's GEMMs:
 // the softmax would be the longer phase), and three consumers at D = 128: with 128-key tiles
 // their 160 registers cannot hold a 64 x 128 O, S and P (64 + 64 + 32 before any address);
-// with 64-key tiles (64 + 32 + 16) they would, and that shape was not tried.
+// with 64-key tiles (64 + 32 + 16) they would, and that shape was not tried. 160-key tiles at
+// D = 128 leave room for an O buffer, which 176-key ones do not.
 template <int HEAD_DIM>
 using Space = std::conditional_t<HEAD_DIM == 64,
                                  std::tuple<TileConfig<64, 3, 64, 4>, TileConfig<64, 2, 128, 2>, TileConfig<64, 3, 128, 2>>,
-                                 std::tuple<TileConfig<HEAD_DIM, 2, 176, 2>, TileConfig<HEAD_DIM, 2, 128, 2>>>;
+                                 std::tuple<TileConfig<HEAD_DIM, 2, 176, 2>, TileConfig<HEAD_DIM, 2, 160, 2>, TileConfig<HEAD_DIM, 2, 128, 2>>>;
 // [end:space]
 
 template <typename T, class Cfg>
@@ -576,12 +601,15 @@ std::vector<TileShape> shapes(int head_dim) {
 // [start:default_shape]
 // Measured on the H200 (bf16, N 1024-8192, results/nvidia-h200/runs/step09-shapes-* and
 // step09-softmax-levers-*): at D = 128 the 176-key tiles gain 0-5% on full problems and lose
-// up to 9% on short causal ones; at D = 64 three consumers with 128-key tiles gain 3-12% over
-// two (full) and over 64-key tiles (causal), except on causal problems of at most 1024 keys,
-// where the 64-key tiles hide fewer masked keys on the diagonal and stay 3% ahead.
+// up to 9% on short causal ones; on full problems of at most 2048 keys 160-key tiles, whose O
+// buffer lets the next Q load early, are 1-3% ahead of them (1% behind at 8192 keys); at
+// D = 64 three consumers with 128-key tiles gain 3-12% over two (full) and over 64-key tiles
+// (causal), except on causal problems of at most 1024 keys, where the 64-key tiles hide
+// fewer masked keys on the diagonal and stay 3% ahead.
 TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k) {
   if (head_dim == 64) return mask != Mask::none && seqlen_k <= 1024 ? TileShape{192, 64, 4} : TileShape{192, 128, 2};
-  return mask == Mask::none ? TileShape{128, 176, 2} : TileShape{128, 128, 2};
+  if (mask != Mask::none) return TileShape{128, 128, 2};
+  return seqlen_k <= 2048 ? TileShape{128, 160, 2} : TileShape{128, 176, 2};
 }
 // [end:default_shape]
 

@@ -145,7 +145,9 @@ __device__ __forceinline__ void fence_registers(std::uint32_t (&r)[N]) {
                          "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define FLASHSTEPS_D32 FLASHSTEPS_D8(0), FLASHSTEPS_D8(8), FLASHSTEPS_D8(16), FLASHSTEPS_D8(24)
 #define FLASHSTEPS_D64 FLASHSTEPS_D32, FLASHSTEPS_D8(32), FLASHSTEPS_D8(40), FLASHSTEPS_D8(48), FLASHSTEPS_D8(56)
-#define FLASHSTEPS_D88 FLASHSTEPS_D64, FLASHSTEPS_D8(64), FLASHSTEPS_D8(72), FLASHSTEPS_D8(80)
+#define FLASHSTEPS_D80 FLASHSTEPS_D64, FLASHSTEPS_D8(64), FLASHSTEPS_D8(72)
+#define FLASHSTEPS_D88 FLASHSTEPS_D80, FLASHSTEPS_D8(80)
+#define FLASHSTEPS_R80 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}"
 #define FLASHSTEPS_R32                                                                               \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -184,7 +186,7 @@ inline constexpr bool kIsBf16 = std::is_same_v<T, vendor::bf16_t>;
 /// d[i] = D[16 (t / 32) + (t % 32) / 4 + 8 ((i / 2) % 2)][8 (i / 4) + 2 (t % 4) + i % 2].
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b, bool accumulate) {
-  static_assert(N == 64 || N == 128 || N == 176, "wgmma_ss is instantiated for N = 64, 128 and 176");
+  static_assert(N == 64 || N == 128 || N == 160 || N == 176, "wgmma_ss is instantiated for N = 64, 128, 160 and 176");
   const int acc = accumulate ? 1 : 0;
   if constexpr (N == 64 && kIsBf16<T>)
     FLASHSTEPS_WGMMA("m64n64k16", "bf16", FLASHSTEPS_R32, FLASHSTEPS_D32, "%32", 33, 34, "1, 1, 0, 0",
@@ -197,6 +199,12 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t desc_a
                      "l"(desc_a), "l"(desc_b), "r"(acc));
   if constexpr (N == 128 && !kIsBf16<T>)
     FLASHSTEPS_WGMMA("m64n128k16", "f16", FLASHSTEPS_R64, FLASHSTEPS_D64, "%64", 65, 66, "1, 1, 0, 0",
+                     "l"(desc_a), "l"(desc_b), "r"(acc));
+  if constexpr (N == 160 && kIsBf16<T>)
+    FLASHSTEPS_WGMMA("m64n160k16", "bf16", FLASHSTEPS_R80, FLASHSTEPS_D80, "%80", 81, 82, "1, 1, 0, 0",
+                     "l"(desc_a), "l"(desc_b), "r"(acc));
+  if constexpr (N == 160 && !kIsBf16<T>)
+    FLASHSTEPS_WGMMA("m64n160k16", "f16", FLASHSTEPS_R80, FLASHSTEPS_D80, "%80", 81, 82, "1, 1, 0, 0",
                      "l"(desc_a), "l"(desc_b), "r"(acc));
   if constexpr (N == 176 && kIsBf16<T>)  // step 09's wide key tiles (wgmma takes any N = 8 k up to 256)
     FLASHSTEPS_WGMMA("m64n176k16", "bf16", FLASHSTEPS_R88, FLASHSTEPS_D88, "%88", 89, 90, "1, 1, 0, 0",
