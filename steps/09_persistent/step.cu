@@ -26,16 +26,17 @@
 //     gaps between a warp's ex2.approx instructions, instead of as a tree after them
 //   - the producer, the consumers' ping-pong and the rest of the softmax are step 08's
 // Why it is faster: a block pays for its start (barriers, the first Q and K in flight) once
-// per SM instead of once per tile, the next tile's first K and Q load while this one ends, a
+// per SM instead of once per tile, the next tile's first K loads while O is stored, a
 // 176-key tile issues 38% more tensor work per hand-over and per barrier than a 128-key one,
-// at D = 64 a block of three consumers shares each K/V tile among 192 query rows, and the
-// row sums no longer wait for the last exponent.
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 589 TFLOP/s
-// (results/nvidia-h200/step09.json, commit fc47860, before the row sums moved beside the
-// exponents; the chapter has that change's own measurement).
+// at D = 64 a block of three consumers shares each K/V tile among 192 query rows, the row
+// sums no longer wait for the last exponent, and the next work tile's Q no longer waits for
+// this one's O to leave.
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 619 TFLOP/s
+// (results/nvidia-h200/step09.json, commit 1633116).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
-// run: faster than step 08 at every point, short of cuDNN on every attention problem but the
-// longest D = 64 full ones, which the course's goal asks to pass.
+// run: faster than step 08 at every point but one, where they are equal; at or above cuDNN
+// on a few of the longer problems and short of it on the others, which the course's goal asks
+// to pass.
 // Limits: as step 08: fp16/bf16; head_dim a multiple of 8 up to 128 (compiled for 64 and 128,
 // others zero-padded by TMA); 16-byte aligned tensors and strides; sm_90 (H100/H200) only.
 // Chapter: book/steps/09_persistent.md

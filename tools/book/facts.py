@@ -95,10 +95,11 @@ CAUSAL_TARGET = {"step": "05", "versus": "04", "seqlen": 8192, "head_dims": (64,
 # Steps 06-09 and SDPA (flash, cuDNN) were measured in one run at commit 99566c1 (fp16/bf16,
 # D 64/128, N 512-16384, full/causal, and MiniLM): steps 07 and 08 are judged on it.
 SAME_RUN = "steps06-09-99566c1"
-# Step 09 changed at fc47860 (O rescaled inside the turn; three consumers with 128-key tiles at
-# D = 64): steps 08 and 09 and SDPA (flash, cuDNN) were measured again in one run at that
-# commit, the whole standard set, and step 09 is judged on that run.
-SAME_RUN_09 = "steps08-09-fc47860"
+# Step 09 changed after that run (O rescaled inside the turn, three consumers with 128-key
+# tiles at D = 64, the row sums beside the exponents, an O buffer and 160-key tiles): steps 08
+# and 09 and SDPA (flash, cuDNN) were measured again in one run at commit 1633116, the whole
+# standard set, and step 09 is judged on that run.
+SAME_RUN_09 = "steps08-09-1633116"
 VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024, "run": SAME_RUN},
                  "cudnn": {"versus": "sdpa-cudnn", "goal": None, "min_seqlen": 1024, "run": SAME_RUN}},
           # Step 08 against step 07 in the same run: the goal is set at bf16, D = 128,
