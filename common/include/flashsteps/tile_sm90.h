@@ -147,7 +147,6 @@ __device__ __forceinline__ void fence_registers(std::uint32_t (&r)[N]) {
 #define FLASHSTEPS_D64 FLASHSTEPS_D32, FLASHSTEPS_D8(32), FLASHSTEPS_D8(40), FLASHSTEPS_D8(48), FLASHSTEPS_D8(56)
 #define FLASHSTEPS_D80 FLASHSTEPS_D64, FLASHSTEPS_D8(64), FLASHSTEPS_D8(72)
 #define FLASHSTEPS_D88 FLASHSTEPS_D80, FLASHSTEPS_D8(80)
-#define FLASHSTEPS_R80 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}"
 #define FLASHSTEPS_R32                                                                               \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -156,6 +155,11 @@ __device__ __forceinline__ void fence_registers(std::uint32_t (&r)[N]) {
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, " \
   "%41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, " \
   "%61, %62, %63}"
+#define FLASHSTEPS_R80                                                                                    \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "      \
+  "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, "  \
+  "%41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, "  \
+  "%61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}"
 #define FLASHSTEPS_R88                                                                                  \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "    \
   "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, " \
@@ -168,16 +172,26 @@ template <typename T>
 inline constexpr bool kIsBf16 = std::is_same_v<T, vendor::bf16_t>;
 
 // One wgmma instruction: SHAPE (e.g. "m64n128k16"), TY ("bf16" / "f16"), the accumulator
-// registers REGS / OPS, the A operand text A ("%64" for a descriptor, "{%64, %65, %66, %67}"
-// for registers), the operand numbers of B's descriptor and of the accumulate flag, the
-// trailing immediates (scale-a, scale-b[, trans-a], trans-b), then the input constraints.
+// registers REGS / OPS (OPS in parentheses, so that its commas pass through FLASHSTEPS_WGMMA_T),
+// the A operand text A ("%64" for a descriptor, "{%64, %65, %66, %67}" for registers), the
+// operand numbers of B's descriptor and of the accumulate flag, the trailing immediates
+// (scale-a, scale-b[, trans-a], trans-b), then the input constraints.
 // The accumulate flag becomes the predicate scale-d: D = A B + (scale-d ? D : 0).
+#define FLASHSTEPS_EXPAND(...) __VA_ARGS__
 #define FLASHSTEPS_WGMMA(SHAPE, TY, REGS, OPS, A, B, FLAG, IMM, ...)                                     \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #FLAG ", 0;\n"                                      \
                "wgmma.mma_async.sync.aligned." SHAPE ".f32." TY "." TY " " REGS ", " A ", %" #B ", p, " \
                IMM ";\n}\n"                                                                             \
-               : OPS                                                                                    \
+               : FLASHSTEPS_EXPAND OPS                                                                  \
                : __VA_ARGS__)
+// The same, with TY taken from the element type T of the enclosing template (bf16 or f16).
+#define FLASHSTEPS_WGMMA_T(SHAPE, REGS, OPS, A, B, FLAG, IMM, ...)             \
+  {                                                                          \
+    if constexpr (kIsBf16<T>)                                                \
+      FLASHSTEPS_WGMMA(SHAPE, "bf16", REGS, OPS, A, B, FLAG, IMM, __VA_ARGS__); \
+    else                                                                     \
+      FLASHSTEPS_WGMMA(SHAPE, "f16", REGS, OPS, A, B, FLAG, IMM, __VA_ARGS__);  \
+  }
 /// @endcond
 
 /// D (64 x N, fp32) = A B + (accumulate ? D : 0), A (64 x 16) and B (16 x N) both in shared
@@ -188,30 +202,18 @@ template <int N, typename T>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b, bool accumulate) {
   static_assert(N == 64 || N == 128 || N == 160 || N == 176, "wgmma_ss is instantiated for N = 64, 128, 160 and 176");
   const int acc = accumulate ? 1 : 0;
-  if constexpr (N == 64 && kIsBf16<T>)
-    FLASHSTEPS_WGMMA("m64n64k16", "bf16", FLASHSTEPS_R32, FLASHSTEPS_D32, "%32", 33, 34, "1, 1, 0, 0",
-                     "l"(desc_a), "l"(desc_b), "r"(acc));
-  if constexpr (N == 64 && !kIsBf16<T>)
-    FLASHSTEPS_WGMMA("m64n64k16", "f16", FLASHSTEPS_R32, FLASHSTEPS_D32, "%32", 33, 34, "1, 1, 0, 0",
-                     "l"(desc_a), "l"(desc_b), "r"(acc));
-  if constexpr (N == 128 && kIsBf16<T>)
-    FLASHSTEPS_WGMMA("m64n128k16", "bf16", FLASHSTEPS_R64, FLASHSTEPS_D64, "%64", 65, 66, "1, 1, 0, 0",
-                     "l"(desc_a), "l"(desc_b), "r"(acc));
-  if constexpr (N == 128 && !kIsBf16<T>)
-    FLASHSTEPS_WGMMA("m64n128k16", "f16", FLASHSTEPS_R64, FLASHSTEPS_D64, "%64", 65, 66, "1, 1, 0, 0",
-                     "l"(desc_a), "l"(desc_b), "r"(acc));
-  if constexpr (N == 160 && kIsBf16<T>)
-    FLASHSTEPS_WGMMA("m64n160k16", "bf16", FLASHSTEPS_R80, FLASHSTEPS_D80, "%80", 81, 82, "1, 1, 0, 0",
-                     "l"(desc_a), "l"(desc_b), "r"(acc));
-  if constexpr (N == 160 && !kIsBf16<T>)
-    FLASHSTEPS_WGMMA("m64n160k16", "f16", FLASHSTEPS_R80, FLASHSTEPS_D80, "%80", 81, 82, "1, 1, 0, 0",
-                     "l"(desc_a), "l"(desc_b), "r"(acc));
-  if constexpr (N == 176 && kIsBf16<T>)  // step 09's wide key tiles (wgmma takes any N = 8 k up to 256)
-    FLASHSTEPS_WGMMA("m64n176k16", "bf16", FLASHSTEPS_R88, FLASHSTEPS_D88, "%88", 89, 90, "1, 1, 0, 0",
-                     "l"(desc_a), "l"(desc_b), "r"(acc));
-  if constexpr (N == 176 && !kIsBf16<T>)
-    FLASHSTEPS_WGMMA("m64n176k16", "f16", FLASHSTEPS_R88, FLASHSTEPS_D88, "%88", 89, 90, "1, 1, 0, 0",
-                     "l"(desc_a), "l"(desc_b), "r"(acc));
+  if constexpr (N == 64)
+    FLASHSTEPS_WGMMA_T("m64n64k16", FLASHSTEPS_R32, (FLASHSTEPS_D32), "%32", 33, 34, "1, 1, 0, 0",
+                       "l"(desc_a), "l"(desc_b), "r"(acc));
+  if constexpr (N == 128)
+    FLASHSTEPS_WGMMA_T("m64n128k16", FLASHSTEPS_R64, (FLASHSTEPS_D64), "%64", 65, 66, "1, 1, 0, 0",
+                       "l"(desc_a), "l"(desc_b), "r"(acc));
+  if constexpr (N == 160)  // step 09's wide key tiles (wgmma takes any N = 8 k up to 256)
+    FLASHSTEPS_WGMMA_T("m64n160k16", FLASHSTEPS_R80, (FLASHSTEPS_D80), "%80", 81, 82, "1, 1, 0, 0",
+                       "l"(desc_a), "l"(desc_b), "r"(acc));
+  if constexpr (N == 176)
+    FLASHSTEPS_WGMMA_T("m64n176k16", FLASHSTEPS_R88, (FLASHSTEPS_D88), "%88", 89, 90, "1, 1, 0, 0",
+                       "l"(desc_a), "l"(desc_b), "r"(acc));
 }
 
 // [start:wgmma_rs]
@@ -228,21 +230,17 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const std::uint32_t 
                                          bool accumulate) {
   static_assert(N == 64 || N == 128, "wgmma_rs is instantiated for N = 64 and 128");
   const int acc = accumulate ? 1 : 0;
-  if constexpr (N == 64 && kIsBf16<T>)
-    FLASHSTEPS_WGMMA("m64n64k16", "bf16", FLASHSTEPS_R32, FLASHSTEPS_D32, "{%32, %33, %34, %35}", 36, 37, "1, 1, 1",
-                     "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
-  if constexpr (N == 64 && !kIsBf16<T>)
-    FLASHSTEPS_WGMMA("m64n64k16", "f16", FLASHSTEPS_R32, FLASHSTEPS_D32, "{%32, %33, %34, %35}", 36, 37, "1, 1, 1",
-                     "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
-  if constexpr (N == 128 && kIsBf16<T>)
-    FLASHSTEPS_WGMMA("m64n128k16", "bf16", FLASHSTEPS_R64, FLASHSTEPS_D64, "{%64, %65, %66, %67}", 68, 69, "1, 1, 1",
-                     "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
-  if constexpr (N == 128 && !kIsBf16<T>)
-    FLASHSTEPS_WGMMA("m64n128k16", "f16", FLASHSTEPS_R64, FLASHSTEPS_D64, "{%64, %65, %66, %67}", 68, 69, "1, 1, 1",
-                     "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
+  if constexpr (N == 64)
+    FLASHSTEPS_WGMMA_T("m64n64k16", FLASHSTEPS_R32, (FLASHSTEPS_D32), "{%32, %33, %34, %35}", 36, 37, "1, 1, 1",
+                       "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
+  if constexpr (N == 128)
+    FLASHSTEPS_WGMMA_T("m64n128k16", FLASHSTEPS_R64, (FLASHSTEPS_D64), "{%64, %65, %66, %67}", 68, 69, "1, 1, 1",
+                       "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(acc));
 }
 // [end:wgmma_rs]
 #undef FLASHSTEPS_WGMMA
+#undef FLASHSTEPS_WGMMA_T
+#undef FLASHSTEPS_EXPAND
 
 // [start:reduce_rows]
 /// @cond FLASHSTEPS_INTERNAL
