@@ -2,7 +2,8 @@
 // Step 09 runs a shape per problem (shapes.h), so every shape of its space must be correct,
 // not only the default one: for each compiled head dim and each shape, a small matrix against
 // the float64 reference (ragged and multi-tile seqlens, more work tiles than SMs so that a
-// persistent block walks several, both causal alignments with Nq != Nk both ways, GQA, a
+// persistent block walks several, among them tiles that see no key and tiles whose last
+// consumer has no rows, both causal alignments with Nq != Nk both ways, GQA, a
 // padded head dim, the BSHD layout). Linked into test_step09 beside the conformance suite.
 #include <gtest/gtest.h>
 
@@ -44,6 +45,12 @@ std::vector<ShapeCase> shape_cases() {
       // (wave 4 of 576) or backwards (wave 5 of 768).
       cases.push_back({s, make(4, 24, 2, 1000, 1000, d, DType::bf16, Mask::none)});
       cases.push_back({s, make(4, 24, 2, 1000, 1000, d, DType::f16, Mask::causal_top_left)});
+      // The same walk with work tiles that see no key at all (bottom-right, 320 more queries
+      // than keys: the first two or three query tiles of every head) and a tile whose consumers
+      // differ, one seeing no key, the next some; and with a last query tile of 26 (BLOCK_M 128)
+      // or 90 rows (192), whose last consumer has no rows: every way a consumer releases Q.
+      cases.push_back({s, make(4, 24, 2, 1000, 680, d, DType::bf16, Mask::causal_bottom_right)});
+      cases.push_back({s, make(4, 24, 2, 1050, 1000, d, DType::f16, Mask::none)});
     }
   return cases;
 }

@@ -26,17 +26,17 @@
 //     gaps between a warp's ex2.approx instructions, instead of as a tree after them
 //   - the producer, the consumers' ping-pong and the rest of the softmax are step 08's
 // Why it is faster: a block pays for its start (barriers, the first Q and K in flight) once
-// per SM instead of once per tile, the next tile's first K loads while O is stored, a
+// per SM instead of once per tile, the next tile's first K loads while this one ends, a
 // 176-key tile issues 38% more tensor work per hand-over and per barrier than a 128-key one,
 // at D = 64 a block of three consumers shares each K/V tile among 192 query rows, the row
-// sums no longer wait for the last exponent, and the next work tile's Q no longer waits for
-// this one's O to leave.
+// sums no longer wait for the last exponent, and, where O has a buffer of its own (every
+// shape but 128 x 176), the next work tile's Q no longer waits for this one's O to leave.
 // Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 619 TFLOP/s
 // (results/nvidia-h200/step09.json, commit 1633116).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
 // run: faster than step 08 at every point but one, where they are equal; at or above cuDNN
-// on a few of the longer problems and short of it on the others, which the course's goal asks
-// to pass.
+// on a few problems, most of them D = 64 full ones, and short of it on the others, which the
+// course's goal asks to pass.
 // Limits: as step 08: fp16/bf16; head_dim a multiple of 8 up to 128 (compiled for 64 and 128,
 // others zero-padded by TMA); 16-byte aligned tensors and strides; sm_90 (H100/H200) only.
 // Chapter: book/steps/09_persistent.md
@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // [start:producer]
   // The producer walks the same work tiles as the consumers. K/V tile number `it` counts on
   // across work tiles: buffer it % STAGES, phase it / STAGES. The next work tile's first K is
-  // loaded before waiting for q_empty, so it is in flight while the consumers store O.
+  // loaded before waiting for q_empty, so it is in flight while the consumers finish this one.
   if (wg == 0) {
     sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
     if (warp == 0 && lane == 0) {
@@ -600,10 +600,10 @@ std::vector<TileShape> shapes(int head_dim) {
 }
 
 // [start:default_shape]
-// Measured on the H200 (bf16, N 1024-8192, results/nvidia-h200/runs/step09-shapes-* and
-// step09-softmax-levers-*): at D = 128 the 176-key tiles gain 0-5% on full problems and lose
+// Measured on the H200 (bf16, N 1024-8192, results/nvidia-h200/runs/step09-shapes-*,
+// step09-softmax-levers-* and step09-epilogue-levers-*): at D = 128 the 176-key tiles gain 0-5% on full problems and lose
 // up to 9% on short causal ones; on full problems of at most 2048 keys 160-key tiles, whose O
-// buffer lets the next Q load early, are 1-3% ahead of them (1% behind at 8192 keys); at
+// buffer lets the next Q load early, are 0.7-2.9% ahead of them (1% behind at 8192 keys); at
 // D = 64 three consumers with 128-key tiles gain 3-12% over two (full) and over 64-key tiles
 // (causal), except on causal problems of at most 1024 keys, where the 64-key tiles hide
 // fewer masked keys on the diagonal and stay 3% ahead.
@@ -617,7 +617,7 @@ TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k) {
 std::size_t workspace_bytes(const AttentionArgs&) { return 0; }
 
 StepInfo info() {
-  StepInfo i{9, "persistent", "Hopper: a persistent grid, the O tile stored by TMA, 176-key tiles at D = 128 (sm_90a)"};
+  StepInfo i{9, "persistent", "Hopper: a persistent grid, the O tile stored by TMA, 160- and 176-key tiles at D = 128 (sm_90a)"};
   i.accepts_fp32 = false, i.head_dim_multiple = 8, i.alignment_elems = 8, i.max_head_dim = 128;
   return i;
 }
