@@ -16,7 +16,8 @@
 //     has left it
 //   - a configuration space per head dim (wgmma takes N up to 256 in steps of 8): D = 128
 //     full problems take 176-key tiles (160 up to 2048 keys), causal ones 128; D = 64 three
-//     consumers with 128-key tiles (64-key ones on causal problems of at most 1024 keys) (shapes(), default_shape();
+//     consumers with 128-key tiles (64-key ones on causal problems of at most 1024 keys)
+//     (shapes(), default_shape();
 //     the environment's FLASHSTEPS_STEP09_SHAPE forces one on every call, for measurements;
 //     attention_forward_with() forces one per call, for the tests)
 //   - O is rescaled inside the consumer's turn, while its S = Q K^T is on the tensor cores and
@@ -86,7 +87,8 @@ struct TileConfig {
           ? 240
           : ((65536 - kProducerRegs * sm90::kWarpgroupThreads) / (CONSUMERS * sm90::kWarpgroupThreads)) / 8 * 8;
   static_assert(HEAD_DIM % 64 == 0, "HEAD_DIM must be whole 128-byte swizzle chunks");
-  static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 160 || BLOCK_N == 176, "BLOCK_N is a wgmma N this step instantiates");
+  static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 160 || BLOCK_N == 176,
+                "BLOCK_N is a wgmma N this step instantiates");
   static_assert(STAGES >= 2, "STAGES must be at least 2 (one K/V buffer loading, one in use)");
   static_assert(CONSUMERS >= 2 && CONSUMERS <= 3, "ping-pong needs two consumers; four would not fit 64 Ki registers");
   /// Q, STAGES K and V tiles, the mbarriers, and 1 KiB of slack to align the tiles to the
@@ -150,8 +152,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   T* Q_smem = reinterpret_cast<T*>(smem);             // [CHUNKS][BLOCK_M][64] swizzled
   T* K_smem = Q_smem + BLOCK_M * HEAD_DIM;            // [STAGES][CHUNKS][BLOCK_N][64] swizzled
   T* V_smem = K_smem + STAGES * BLOCK_N * HEAD_DIM;   // [STAGES][CHUNKS][BLOCK_N][64] swizzled
-  T* O_smem = Cfg::kSeparateO ? V_smem + STAGES * BLOCK_N * HEAD_DIM : Q_smem;  // [CHUNKS][BLOCK_M][64] swizzled
-  std::uint64_t* q_full = reinterpret_cast<std::uint64_t*>(Cfg::kSeparateO ? O_smem + BLOCK_M * HEAD_DIM : V_smem + STAGES * BLOCK_N * HEAD_DIM);
+  T* const after_kv = V_smem + STAGES * BLOCK_N * HEAD_DIM;
+  T* O_smem = Cfg::kSeparateO ? after_kv : Q_smem;   // [CHUNKS][BLOCK_M][64] swizzled
+  std::uint64_t* q_full = reinterpret_cast<std::uint64_t*>(Cfg::kSeparateO ? O_smem + BLOCK_M * HEAD_DIM : after_kv);
   std::uint64_t* q_empty = q_full + 1;        // every consumer is done with Q (and, staged in it, with O)
   std::uint64_t* k_full = q_empty + 1;        // [STAGES]: K tile landed (TMA transaction bytes)
   std::uint64_t* k_empty = k_full + STAGES;   // [STAGES]: every consumer warp done with the K buffer
@@ -165,7 +168,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   if (threadIdx.x == 0) {
     sm90::mbarrier_init(q_full, 1);
-    sm90::mbarrier_init(q_empty, Cfg::kSeparateO ? 4 * CONSUMERS : CONSUMERS);  // per consumer warp after its last S, or per consumer after its TMA store read O
+    // One arrival per consumer warp after its last S; staged in Q, per consumer after TMA read O.
+    sm90::mbarrier_init(q_empty, Cfg::kSeparateO ? 4 * CONSUMERS : CONSUMERS);
     for (int s = 0; s < STAGES; ++s) {
       sm90::mbarrier_init(&k_full[s], 1);  // the producer's arrive.expect_tx
       sm90::mbarrier_init(&v_full[s], 1);
@@ -524,7 +528,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 template <int HEAD_DIM>
 using Space = std::conditional_t<HEAD_DIM == 64,
                                  std::tuple<TileConfig<64, 3, 64, 4>, TileConfig<64, 2, 128, 2>, TileConfig<64, 3, 128, 2>>,
-                                 std::tuple<TileConfig<HEAD_DIM, 2, 176, 2>, TileConfig<HEAD_DIM, 2, 160, 2>, TileConfig<HEAD_DIM, 2, 128, 2>>>;
+                                 std::tuple<TileConfig<HEAD_DIM, 2, 176, 2>, TileConfig<HEAD_DIM, 2, 160, 2>,
+                                            TileConfig<HEAD_DIM, 2, 128, 2>>>;
 // [end:space]
 
 template <typename T, class Cfg>
@@ -601,12 +606,12 @@ std::vector<TileShape> shapes(int head_dim) {
 
 // [start:default_shape]
 // Measured on the H200 (bf16, N 1024-8192, results/nvidia-h200/runs/step09-shapes-*,
-// step09-softmax-levers-* and step09-epilogue-levers-*): at D = 128 the 176-key tiles gain 0-5% on full problems and lose
-// up to 9% on short causal ones; on full problems of at most 2048 keys 160-key tiles, whose O
-// buffer lets the next Q load early, are 0.7-2.9% ahead of them (1% behind at 8192 keys); at
-// D = 64 three consumers with 128-key tiles gain 3-12% over two (full) and over 64-key tiles
-// (causal), except on causal problems of at most 1024 keys, where the 64-key tiles hide
-// fewer masked keys on the diagonal and stay 3% ahead.
+// step09-softmax-levers-* and step09-epilogue-levers-*): at D = 128 the 176-key tiles gain
+// 0-5% on full problems and lose up to 9% on short causal ones; on full problems of at most
+// 2048 keys 160-key tiles, whose O buffer lets the next Q load early, are 0.7-2.9% ahead of
+// them (1% behind at 8192 keys); at D = 64 three consumers with 128-key tiles gain 3-12%
+// over two (full) and over 64-key tiles (causal), except on causal problems of at most 1024
+// keys, where the 64-key tiles hide fewer masked keys on the diagonal and stay 3% ahead.
 TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k) {
   if (head_dim == 64) return mask != Mask::none && seqlen_k <= 1024 ? TileShape{192, 64, 4} : TileShape{192, 128, 2};
   if (mask != Mask::none) return TileShape{128, 128, 2};
@@ -617,7 +622,8 @@ TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k) {
 std::size_t workspace_bytes(const AttentionArgs&) { return 0; }
 
 StepInfo info() {
-  StepInfo i{9, "persistent", "Hopper: a persistent grid, the O tile stored by TMA, 160- and 176-key tiles at D = 128 (sm_90a)"};
+  StepInfo i{9, "persistent",
+             "Hopper: a persistent grid, the O tile stored by TMA, 160- and 176-key tiles at D = 128 (sm_90a)"};
   i.accepts_fp32 = false, i.head_dim_multiple = 8, i.alignment_elems = 8, i.max_head_dim = 128;
   return i;
 }
