@@ -17,8 +17,8 @@
 //   - a configuration space per head dim (wgmma takes N up to 256 in steps of 8): D = 128
 //     full problems take 176-key tiles (160 up to 2048 keys), causal ones 128; D = 64 three
 //     consumers with 128-key tiles (64-key ones on causal problems of at most 1024 keys)
-//     (shapes(), default_shape();
-//     the environment's FLASHSTEPS_STEP09_SHAPE forces one on every call, for measurements;
+//     (shapes(), default_shape(); the environment's FLASHSTEPS_STEP09_SHAPE forces one on
+//     every call, for measurements;
 //     attention_forward_with() forces one per call, for the tests)
 //   - O is rescaled inside the consumer's turn, while its S = Q K^T is on the tensor cores and
 //     before the P V that adds to O (FlashAttention-3's order), instead of after the softmax,
@@ -71,6 +71,7 @@ namespace {
 // multiple of 16 up to 256 is a wgmma N and a whole number of P V k-steps; 176 is the widest
 // whose S, P and O fit 240 registers at D = 128), an O buffer where it fits, and a q_empty
 // barrier.
+constexpr std::size_t kMaxSmem = 227 * 1024;  // dynamic shared memory a block may take (sm_90)
 template <int HEAD_DIM_, int CONSUMERS_, int BLOCK_N_, int STAGES_>
 struct TileConfig {
   static constexpr int HEAD_DIM = HEAD_DIM_, CONSUMERS = CONSUMERS_, BLOCK_N = BLOCK_N_, STAGES = STAGES_;
@@ -97,11 +98,10 @@ struct TileConfig {
   /// O gets a buffer of its own where one fits (every shape but 128 x 176 at D = 128): Q is
   /// then free once the last S = Q K^T of a work tile is done, and the next tile's Q loads
   /// during the last softmax, P V and epilogue.
-  static constexpr bool kSeparateO = kSmemSharedO + kQBytes <= 227 * 1024;
+  static constexpr bool kSeparateO = kSmemSharedO + kQBytes <= kMaxSmem;
   static constexpr std::size_t smem_bytes = kSmemSharedO + (kSeparateO ? kQBytes : 0);
   static TileShape shape() { return TileShape{BLOCK_M, BLOCK_N, STAGES}; }
 };
-constexpr std::size_t kMaxSmem = 227 * 1024;
 // [end:tile_config]
 
 // [start:scheduler]
@@ -373,8 +373,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           if (8 * (i / 4) + 2 * (lane % 4) + i % 2 > last_col[(i / 2) % 2]) s_acc[i] = -INFINITY;
       }
       // The online softmax of step 07, now the critical path that the other consumer's GEMMs
-      // must hide, so shortened: the row max as a tree (depth log2(BLOCK_N / 4) instead of a chain of BLOCK_N / 4), the
-      // sum in four chains per row beside the exponents (below),
+      // must hide, so shortened: the row max as a tree (depth log2(BLOCK_N / 4) instead of a
+      // chain of BLOCK_N / 4), the sum in four chains per row beside the exponents (below),
       // and the exponent as one FFMA, s * scale_log2 - m * scale_log2, wherever that is as exact
       // as step 07's (s - m) * scale_log2 (chapter 03): while |m * scale_log2| < 2^10, the
       // rounding of the bias costs at most 2^-14 in the exponent. A warp whose rows' maxima are
@@ -527,7 +527,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 // D = 128 leave room for an O buffer, which 176-key ones do not.
 template <int HEAD_DIM>
 using Space = std::conditional_t<HEAD_DIM == 64,
-                                 std::tuple<TileConfig<64, 3, 64, 4>, TileConfig<64, 2, 128, 2>, TileConfig<64, 3, 128, 2>>,
+                                 std::tuple<TileConfig<64, 3, 64, 4>, TileConfig<64, 2, 128, 2>,
+                                            TileConfig<64, 3, 128, 2>>,
                                  std::tuple<TileConfig<HEAD_DIM, 2, 176, 2>, TileConfig<HEAD_DIM, 2, 160, 2>,
                                             TileConfig<HEAD_DIM, 2, 128, 2>>>;
 // [end:space]

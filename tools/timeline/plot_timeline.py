@@ -67,12 +67,12 @@ STEP_LABELS: dict[str, dict[str, str]] = {
     "09": {"issue": "GEMM issue: S = QKᵀ, O *= α, O += PV", "rescale": "pack P"},
 }
 UNKNOWN_COLOR = "#7f7f7f"
+ARROW_COLOR = "#333333"
 
 
 def phase_label(doc: dict, phase: str) -> str:
     """The legend label of @p phase in the trace @p doc (its step's own where it has one)."""
     return STEP_LABELS.get(str(doc.get("step", "")), {}).get(phase) or PHASES.get(phase, (phase, ""))[0]
-ARROW_COLOR = "#333333"
 
 
 class TraceError(ValueError):

@@ -214,7 +214,6 @@ def test_command_line_rejects_a_malformed_trace(tmp_path):
     assert not (tmp_path / "fig.png").exists()
 
 
-
 def test_a_step_that_moved_work_between_phases_gets_its_own_labels(tmp_path):
     """Step 09 rescales O inside its turn, so its legend says so and its "rescale" mark is
     labelled as what is left there (packing P); step 08's keep the common labels."""
