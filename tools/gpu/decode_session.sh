@@ -127,7 +127,7 @@ phase() {
 
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu --format=csv
+  timeout 30 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu --format=csv
   nvcc --version 2> /dev/null | tail -2
   echo "build: $build ($(strings "$build/bin/bench_step10" 2> /dev/null | grep -m1 -xE '[0-9a-f]{12}(-dirty)?'))"
   echo "host: $(nproc) CPU cores"
@@ -138,7 +138,7 @@ for exe in test_step10 bench_step10 bench_step06; do
 done
 # The driver and the clocks at start go into every benchmark file's context (as ./bench does).
 if command -v nvidia-smi > /dev/null 2>&1; then
-  IFS=', ' read -r driver sm_clock mem_clock < <(nvidia-smi --query-gpu=driver_version,clocks.sm,clocks.mem \
+  IFS=', ' read -r driver sm_clock mem_clock < <(timeout 30 nvidia-smi --query-gpu=driver_version,clocks.sm,clocks.mem \
     --format=csv,noheader,nounits | head -1) || true
 fi
 context="--benchmark_context=driver_version=${driver:-unknown},sm_clock_mhz_at_start=${sm_clock:-unknown},mem_clock_mhz_at_start=${mem_clock:-unknown}"

@@ -13,10 +13,10 @@ mkdir -p "$outdir"
 export LD_LIBRARY_PATH="$build/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu --format=csv
+  timeout 30 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu --format=csv
   nvcc --version | tail -2
 } > "$outdir/device.txt" 2>&1
-nvidia-smi -q > "$outdir/nvidia-smi-q.txt" 2>&1
+timeout 30 nvidia-smi -q > "$outdir/nvidia-smi-q.txt" 2>&1
 cat "$outdir/device.txt"
 status=0
 # FLASHSTEPS_TEST_STEPS="04 05" limits the GPU tests (and sanitizers) to those steps.

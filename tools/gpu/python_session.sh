@@ -18,7 +18,7 @@ export PATH="/usr/local/cuda/bin:$PATH"
 status=0
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1
+  timeout 30 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 2>&1
   "$py" -c 'import sys, torch, nanobind; print("python", sys.version.split()[0], "torch", torch.__version__, "nanobind", nanobind.__version__)'
 } | tee "$out/python_device.txt"
 
