@@ -45,12 +45,13 @@ std::vector<ShapeCase> shape_cases() {
       // (wave 4 of 576) or backwards (wave 5 of 768).
       cases.push_back({s, make(4, 24, 2, 1000, 1000, d, DType::bf16, Mask::none)});
       cases.push_back({s, make(4, 24, 2, 1000, 1000, d, DType::f16, Mask::causal_top_left)});
-      // The same walk with work tiles that see no key at all (bottom-right, 320 more queries
-      // than keys: the first two or three query tiles of every head) and a tile whose consumers
-      // differ, one seeing no key, the next some; and with a last query tile of 26 (BLOCK_M 128)
-      // or 90 rows (192), whose last consumer has no rows: every way a consumer releases Q.
-      cases.push_back({s, make(4, 24, 2, 1000, 680, d, DType::bf16, Mask::causal_bottom_right)});
-      cases.push_back({s, make(4, 24, 2, 1050, 1000, d, DType::f16, Mask::none)});
+      // A walk of two or more tiles per block (2 x 24 heads: 288 to 432 work tiles) with work
+      // tiles that see no key at all (bottom-right, 320 more queries than keys: the first two
+      // or three query tiles of every head) and a tile whose consumers differ, one seeing no
+      // key, the next some; and with a last query tile of 26 (BLOCK_M 128) or 90 rows (192),
+      // whose last consumer has no rows: every way a consumer releases Q.
+      cases.push_back({s, make(2, 24, 2, 1000, 680, d, DType::bf16, Mask::causal_bottom_right)});
+      cases.push_back({s, make(2, 24, 2, 1050, 1000, d, DType::f16, Mask::none)});
     }
   return cases;
 }

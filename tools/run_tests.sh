@@ -44,7 +44,7 @@ for preset in "${presets[@]}"; do
   [ "$preset" = cpu ] && continue
   record "python module ($preset)" env PYTHONPATH="$root/build/$preset/python" "$py" -m pytest -q -rs tests/python
 done
-record "tools tests" "$py" -m pytest -q tools/results/tests tools/baselines/tests tools/book/tests tools/timeline/tests
+record "tools tests" "$py" -m pytest -q tools/results/tests tools/baselines/tests tools/book/tests tools/timeline/tests tools/gpu/tests
 record "fixture check" "$py" tools/extract_qkv/check_fixture.py
 record "README results table is generated" "$py" tools/results/results_table.py results --seqlen 8192 --check README.md
 record "step headers agree with the results" "$py" tools/results/check_step_headers.py results steps

@@ -22,7 +22,7 @@ to the steps, tools/results/results_table.py lists it after them (and, with ``--
     python3 tools/baselines/sdpa_bench.py --results-dir results      # results/<gpu>/sdpa-flash.json ...
     python3 tools/baselines/sdpa_bench.py --out /tmp/sdpa            # /tmp/sdpa/sdpa-flash.json ...
     python3 tools/baselines/sdpa_bench.py --dtype bf16 --head-dim 128 --seqlen 4096 16384 \\
-        --backends flash cudnn --warmup 5 --reps 20
+        --backends flash cudnn --warmup-time 0.25 --min-time 0.6
 
 How it measures, per problem: Q, K ~ N(0, 1) and V ~ N(0.5, 1) as our benchmark draws
 them (never zeros), from torch's generator seeded with the hash of the benchmark name
@@ -30,9 +30,14 @@ that seeds ours (so the same seed, not the same numbers), in the standard set's 
 memory layout, passed to SDPA as [B, H, N, D] views (``--layout bhsd``: contiguous
 [B, H, N, D] tensors).  Per backend: one call checked against a float64 reference on
 five query rows of every (batch, head) (its errors are the max_abs_err and rel_fro_err
-counters), ``--warmup`` untimed calls, then ``--reps`` calls, each between two CUDA
-events, enqueued back to back (so Python's dispatch time is hidden behind the GPU work;
-our benchmark waits for each call); TFLOPS comes from the median.  Q, K, V and O of a
+counters), ``--warmup`` untimed calls and ``--warmup-time`` seconds of them, then at least
+``--reps`` calls and ``--min-time`` seconds of calls, each between two CUDA events,
+enqueued back to back (so Python's dispatch time is hidden behind the GPU work; our
+benchmark waits for each call); TFLOPS comes from the median. Seconds, not only counts:
+under sustained load the GPU lowers its clock (an H200 from 1980 MHz to about 1710 within
+a second of the longest problems), and bench_stepNN times each problem for over a second
+(three repetitions of 0.2 s after its warm-up and sizing runs), so 20 calls of a
+millisecond each would compare SDPA at the full clock with our steps at the lowered one.  Q, K, V and O of a
 standard problem fill 256 MiB, several times an L2, so the inputs are not rotated as
 ours are.
 ``--set decode`` times the decode set instead (``decode_problems()`` of problem.h, what
@@ -443,6 +448,29 @@ def _positive(text: str) -> int:
     return value
 
 
+# Timed calls of one problem at most: a 7 us MiniLM call would otherwise take 86,000 event pairs
+# for 0.6 s; its clock regime hardly matters, the launches limit it.
+MAX_TIMED_CALLS = 5000
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How each problem is timed (timed_calls())."""
+    warmup: int = 5
+    warmup_time: float = 0.25
+    reps: int = 20
+    min_time: float = 0.6
+
+    def text(self) -> str:
+        return (f"CUDA events around each call, at least {self.reps} calls and {self.min_time:g} s of "
+                f"calls enqueued back to back (at most {MAX_TIMED_CALLS}), after {self.warmup} "
+                f"warm-up calls and {self.warmup_time:g} s of them; median")
+
+
+def timing_of(args: argparse.Namespace) -> Timing:
+    return Timing(args.warmup, args.warmup_time, args.reps, args.min_time)
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
@@ -464,8 +492,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                      help="write DIR/<gpu>/sdpa-<backend>.json (-decode.json with --set decode), "
                           "beside bench_stepNN's files")
     ap.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
+    ap.add_argument("--warmup-time", type=float, default=0.25, metavar="S",
+                    help="then untimed calls for S seconds (default 0.25)")
     ap.add_argument("--reps", type=_positive, default=20,
-                    help="timed calls; TFLOPS from their median (default 20)")
+                    help="at least this many timed calls; TFLOPS from their median (default 20)")
+    ap.add_argument("--min-time", type=float, default=0.6, metavar="S",
+                    help="and at least S seconds of timed calls (default 0.6, bench_stepNN's three "
+                         "repetitions of 0.2 s; 0: --reps calls only)")
     ap.add_argument("--filter", help="only benchmarks whose name contains this text")
     ap.add_argument("--layout", choices=LAYOUTS, default="bshd",
                     help="memory layout of Q, K, V: bshd (the standard set's, default) or bhsd")
@@ -486,6 +519,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ap.error(f"--seqlen {bad[0]}: must divide {TOKENS} (a power of two up to {TOKENS})")
     if args.warmup < 0:
         ap.error("--warmup must be >= 0")
+    for flag, value in (("--warmup-time", args.warmup_time), ("--min-time", args.min_time)):
+        if not (math.isfinite(value) and 0 <= value <= 60):
+            ap.error(f"{flag} {value}: must be a number of seconds from 0 to 60")
     return args
 
 
@@ -687,9 +723,9 @@ def error_counters(torch, out, ref, rows: list[int]) -> dict[str, float]:
             "_max_abs_ref": float(ref.abs().max())}
 
 
-def run_backend(torch, backend: Backend, q, k, v, causal: bool, warmup: int, reps: int):
-    """One checked call, ``warmup`` calls, then ``reps`` timed calls. Returns (first output,
-    times in ms). Raises Unavailable when SDPA refuses the backend for these inputs."""
+def run_backend(torch, backend: Backend, q, k, v, causal: bool, timing: Timing):
+    """One checked call, then timed_calls(). Returns (first output, times in ms). Raises
+    Unavailable when SDPA refuses the backend for these inputs."""
     base_sdpa = torch.nn.functional.scaled_dot_product_attention
     # is_causal=True is SDPA's top-left causal mask; for Nq = Nk it is the same as the
     # bottom-right mask of the standard set (Mask::causal_bottom_right). Nq < Nk (chunked
@@ -724,18 +760,42 @@ def run_backend(torch, backend: Backend, q, k, v, causal: bool, warmup: int, rep
             last = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise Unavailable(refusal_reason([str(w.message) for w in caught], last)) from None
     with sdpa_context(torch, backend):
-        for _ in range(warmup):
-            sdpa(q, k, v, is_causal=causal)
-        if hasattr(torch.cuda, "_sleep"):
-            torch.cuda._sleep(2_000_000)  # keeps the GPU busy while the timed calls queue up
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(reps)]
-        for start, stop in events:
-            start.record()
-            sdpa(q, k, v, is_causal=causal)  # a new output each call, never reused
-            stop.record()
-        torch.cuda.synchronize()
-    return first, [start.elapsed_time(stop) for start, stop in events]
+        # a new output each call, never reused
+        times = timed_calls(torch, lambda: sdpa(q, k, v, is_causal=causal), timing)
+    return first, times
+
+
+def timed_calls(torch, call, timing: Timing) -> list[float]:
+    """The times in ms of timed calls of ``call``, each between two CUDA events, enqueued back
+    to back: first ``timing.warmup`` untimed calls (their time, one event pair, estimates a
+    call's), then untimed calls for ``timing.warmup_time`` seconds, then at least
+    ``timing.reps`` calls and ``timing.min_time`` seconds of them (at most MAX_TIMED_CALLS).
+    Seconds, not counts, so that a long problem is timed as long as bench_stepNN times it
+    (--min-time 0.2 per repetition, three repetitions, after MinWarmUpTime 0.05 and the runs
+    that size each repetition): the GPU lowers its clock under sustained load, and 20 calls of
+    a millisecond would be timed before it does, at a clock the steps are not measured at."""
+    def enqueue(n: int) -> None:
+        for _ in range(n):
+            call()
+
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    enqueue(max(timing.warmup, 1))
+    stop.record()
+    torch.cuda.synchronize()
+    per_call_s = max(start.elapsed_time(stop) / 1e3 / max(timing.warmup, 1), 1e-6)
+    enqueue(min(math.ceil(timing.warmup_time / per_call_s), MAX_TIMED_CALLS))
+    reps = min(max(timing.reps, math.ceil(timing.min_time / per_call_s)), MAX_TIMED_CALLS)
+    if hasattr(torch.cuda, "_sleep"):
+        torch.cuda._sleep(2_000_000)  # keeps the GPU busy while the timed calls queue up
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(reps)]
+    for begin, end in events:
+        begin.record()
+        call()
+        end.record()
+    torch.cuda.synchronize()
+    return [begin.elapsed_time(end) for begin, end in events]
 
 
 def _validate(paths: list[Path]) -> list[str]:
@@ -754,10 +814,10 @@ def _validate(paths: list[Path]) -> list[str]:
     return problems
 
 
-def run_step(torch, flashsteps, step: int, q, k, v, causal: bool, warmup: int, reps: int):
-    """run_backend() for a FlashSteps step called from Python: one checked call, ``warmup``
-    calls, ``reps`` timed calls between CUDA events on the current stream. Raises
-    Unavailable when the step refuses the problem (NotImplementedError, ValueError)."""
+def run_step(torch, flashsteps, step: int, q, k, v, causal: bool, timing: Timing):
+    """run_backend() for a FlashSteps step called from Python: one checked call, then
+    timed_calls() on the current stream. Raises Unavailable when the step refuses the problem
+    (NotImplementedError, ValueError)."""
     try:
         first = flashsteps.attention(q, k, v, step=step, causal=causal)
         torch.cuda.synchronize()
@@ -765,18 +825,7 @@ def run_step(torch, flashsteps, step: int, q, k, v, causal: bool, warmup: int, r
         raise Unavailable(f"step {step:02d}: {exc}") from None
     except torch.cuda.OutOfMemoryError as exc:
         raise Unavailable(f"out of memory: {str(exc).splitlines()[0]}") from None
-    for _ in range(warmup):
-        flashsteps.attention(q, k, v, step=step, causal=causal)
-    if hasattr(torch.cuda, "_sleep"):
-        torch.cuda._sleep(2_000_000)
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(reps)]
-    for start, stop in events:
-        start.record()
-        flashsteps.attention(q, k, v, step=step, causal=causal)
-        stop.record()
-    torch.cuda.synchronize()
-    return first, [start.elapsed_time(stop) for start, stop in events]
+    return first, timed_calls(torch, lambda: flashsteps.attention(q, k, v, step=step, causal=causal), timing)
 
 
 def compare_same_tensors(torch, args, problems, backends, device, peak) -> int:
@@ -795,7 +844,7 @@ def compare_same_tensors(torch, args, problems, backends, device, peak) -> int:
         return 2
     who = [f"step{n:02d}" for n in wanted] + [b.step for b in backends]
     print(f"Same tensors: FlashSteps steps {wanted} and SDPA {[b.key for b in backends]} on "
-          f"{device['gpu_name']} ({device['gpu_arch']}); TFLOPS (median of {args.reps}) and max "
+          f"{device['gpu_name']} ({device['gpu_arch']}); TFLOPS (median; {timing_of(args).text()}) and max "
           f"abs error against float64; layout {args.layout}")
     width = max(len(p.name) for p in problems)
     print(f"{'benchmark':<{width}}" + "".join(f"  {w:>22}" for w in who))
@@ -806,10 +855,9 @@ def compare_same_tensors(torch, args, problems, backends, device, peak) -> int:
         ref = reference_rows(torch, q, k, v, p.causal, rows)
         runners = [(f"step{n:02d}", lambda n=n: None if built[n].bench_max_seqlen and
                     p.seqlen > built[n].bench_max_seqlen else
-                    run_step(torch, flashsteps, n, q, k, v, p.causal, args.warmup, args.reps))
+                    run_step(torch, flashsteps, n, q, k, v, p.causal, timing_of(args)))
                    for n in wanted]
-        runners += [(b.step, lambda b=b: run_backend(torch, b, q, k, v, p.causal, args.warmup,
-                                                     args.reps)) for b in backends]
+        runners += [(b.step, lambda b=b: run_backend(torch, b, q, k, v, p.causal, timing_of(args))) for b in backends]
         results, cells = [], []
         for name, run in runners:
             entry: dict[str, Any] = {"who": name}
@@ -850,8 +898,7 @@ def compare_same_tensors(torch, args, problems, backends, device, peak) -> int:
         ctx = {**device, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "executable": "tools/baselines/sdpa_bench.py --flashsteps", "flashsteps_backend": flashsteps.backend,
                "steps": {f"step{n:02d}": built[n].summary for n in wanted},
-               "timing": f"CUDA events around each call, {args.reps} calls enqueued back to back after "
-                         f"{args.warmup} warm-ups; median",
+               "timing": timing_of(args).text(),
                "check": "one float64 reference on the same tensors, query rows 0, 1, N/3, 2N/3+1, N-1 "
                         "of every (batch, head)"}
         path = args.out / "same-tensors.json"
@@ -880,9 +927,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.flashsteps is not None:
         return compare_same_tensors(torch, args, problems, backends, device, peak)
     settings = {"sdpa_layout": args.layout, "sdpa_warmup": str(args.warmup),
-                "sdpa_reps": str(args.reps),
-                "sdpa_timing": f"CUDA events around each call, {args.reps} calls enqueued "
-                               f"back to back after {args.warmup} warm-ups; median",
+                "sdpa_reps": str(args.reps), "sdpa_warmup_time_s": str(args.warmup_time),
+                "sdpa_min_time_s": str(args.min_time), "sdpa_timing": timing_of(args).text(),
                 "sdpa_check": "off" if args.no_check else
                               "float64 reference, query rows 0, 1, N/3, 2N/3+1, N-1 of every "
                               "(batch, head)"}
@@ -894,7 +940,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"PyTorch {torch.__version__} on {device['gpu_name']} ({device['gpu_arch']}, "
           f"{device['runtime_version']}); "
           f"{'TB/s (Q, K, V, O bytes over time)' if args.set == 'decode' else 'TFLOPS'}, "
-          f"median of {args.reps}; layout {args.layout}")
+          f"median; {timing_of(args).text()}; layout {args.layout}")
     width = max(len(p.name) for p in problems)
     print(f"{'benchmark':<{width}}" + "".join(f"  {b.key:>14}" for b in backends))
     notes: list[str] = []
@@ -919,7 +965,7 @@ def main(argv: list[str] | None = None) -> int:
         for b in backends:
             errors, mark = None, " "
             try:
-                out, times = run_backend(torch, b, q, k, v, p.causal, args.warmup, args.reps)
+                out, times = run_backend(torch, b, q, k, v, p.causal, timing_of(args))
                 if ref is not None:
                     errors = error_counters(torch, out, ref, rows)
             except Unavailable as exc:

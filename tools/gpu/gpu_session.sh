@@ -97,6 +97,17 @@ if [ -n "${FLASHSTEPS_TUNE_ARGS+set}" ] && [ -x "$build/bin/tune_step06" ]; then
   # The benchmark below then runs step 06 with the table just made.
   export FLASHSTEPS_TUNE_CACHE="$outdir/step06_tuning.json"
 fi
+# The SM clock and power while the baselines and the steps are timed (tools/gpu/clock_summary.py):
+# nvidia-smi samples every 100 ms into clocks.csv, phase marks into phases.txt, the summary
+# into clocks.md. FLASHSTEPS_CLOCKS=0 leaves it out.
+smi_pid=
+mark() { echo "$(date +'%Y/%m/%d %H:%M:%S.%3N') $*" >> "$outdir/phases.txt"; }
+if [ "${FLASHSTEPS_CLOCKS:-1}" = 1 ] && command -v nvidia-smi > /dev/null; then
+  timeout "${FLASHSTEPS_CLOCKS_TIMEOUT:-7200}" nvidia-smi \
+    --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,utilization.gpu --format=csv -lms 100 \
+    > "$outdir/clocks.csv" 2>&1 &
+  smi_pid=$!
+fi
 # PyTorch SDPA on the same problems, in the same run (FLASHSTEPS_SDPA_ARGS: arguments of
 # tools/baselines/sdpa_bench.py, e.g. "--dtype bf16"); needs torch, skipped without it.
 if [ -n "${FLASHSTEPS_SDPA_ARGS+set}" ] && python3 -c 'import torch' 2> /dev/null; then
@@ -104,15 +115,24 @@ if [ -n "${FLASHSTEPS_SDPA_ARGS+set}" ] && python3 -c 'import torch' 2> /dev/nul
   # The commit the benchmarks were built from (a copied tree's .git may be stale).
   commit=$(strings "$(ls "$build"/bin/bench_step* | head -1)" 2> /dev/null | grep -m1 -xE '[0-9a-f]{12}(-dirty)?')
   # shellcheck disable=SC2086
+  mark start sdpa
   FLASHSTEPS_GIT_COMMIT="${FLASHSTEPS_GIT_COMMIT:-$commit}" timeout "${FLASHSTEPS_SDPA_TIMEOUT:-600}" python3 tools/baselines/sdpa_bench.py --out "$outdir/results/$gpu_slug" $FLASHSTEPS_SDPA_ARGS \
     > "$outdir/sdpa.log" 2>&1 || status=1
+  mark end sdpa
   tail -40 "$outdir/sdpa.log"
 fi
 if [ "${FLASHSTEPS_BENCH:-1}" = 1 ]; then
   # Bounded, so that what was measured is still packed when time runs short.
-  FLASHSTEPS_RESULTS="$outdir/results" timeout "${FLASHSTEPS_BENCH_TIMEOUT:-3600}" "$build/bench" "$@" \
+  mark start bench
+  FLASHSTEPS_PHASES="$outdir/phases.txt" FLASHSTEPS_RESULTS="$outdir/results" timeout "${FLASHSTEPS_BENCH_TIMEOUT:-3600}" "$build/bench" "$@" \
     > "$outdir/bench.log" 2>&1 || status=1
+  mark end bench
   tail -70 "$outdir/bench.log"
+fi
+if [ -n "$smi_pid" ]; then
+  kill "$smi_pid" 2> /dev/null
+  python3 tools/gpu/clock_summary.py "$outdir/clocks.csv" "$outdir/phases.txt" > "$outdir/clocks.md" 2>&1
+  cat "$outdir/clocks.md"
 fi
 tar czf "$outdir.tar.gz" -C "$(dirname "$outdir")" "$(basename "$outdir")"
 exit $status

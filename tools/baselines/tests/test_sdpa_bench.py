@@ -363,3 +363,64 @@ def test_minilm_problem_is_the_fixture_and_ends_the_standard_set():
         assert p not in sb.selected_problems(sb.parse_args(argv)), argv
     assert sb.selected_problems(sb.parse_args(["--filter", "minilm"])) == [p]
     assert sb.minilm_problem(Path("/nonexistent/minilm_qkv.json")) is None
+
+
+# --- timing ---------------------------------------------------------------------------
+
+class _FakeCuda:
+    """torch.cuda as timed_calls() uses it: each call of the timed function advances a GPU
+    clock by ``call_ms``; an event records that clock."""
+
+    def __init__(self, call_ms: float):
+        self.now, self.call_ms, self.calls = 0.0, call_ms, 0
+        cuda = self
+
+        class Event:
+            def __init__(self, enable_timing: bool):
+                assert enable_timing
+                self.t = None
+
+            def record(self):
+                self.t = cuda.now
+
+            def elapsed_time(self, other):
+                return other.t - self.t
+
+        self.Event = Event
+
+    def synchronize(self):
+        pass
+
+    def _sleep(self, cycles):
+        pass
+
+    def call(self):
+        self.calls += 1
+        self.now += self.call_ms
+
+
+@pytest.mark.parametrize("call_ms, timing, warm, timed", [
+    # 2 ms calls: 5 + 0.25 s / 2 ms = 130 untimed, then 0.6 s / 2 ms = 300 timed
+    (2.0, sb.Timing(5, 0.25, 20, 0.6), 5 + 125, 300),
+    # --min-time 0 --warmup-time 0: the counts alone, as before the times existed
+    (2.0, sb.Timing(5, 0.0, 20, 0.0), 5, 20),
+    # 100 ms calls: --reps outweighs the 6 calls of 0.6 s
+    (100.0, sb.Timing(3, 0.25, 20, 0.6), 3 + 3, 20),
+    # 1 us calls: capped at MAX_TIMED_CALLS, warm-up too
+    (0.001, sb.Timing(5, 0.25, 20, 0.6), 5 + sb.MAX_TIMED_CALLS, sb.MAX_TIMED_CALLS),
+])
+def test_timed_calls_counts_seconds_of_calls(call_ms, timing, warm, timed):
+    cuda = _FakeCuda(call_ms)
+    torch = type("FakeTorch", (), {"cuda": cuda})
+    times = sb.timed_calls(torch, cuda.call, timing)
+    assert len(times) == timed and cuda.calls == warm + timed
+    assert times == pytest.approx([call_ms] * timed)
+
+
+def test_timing_flags():
+    args = sb.parse_args(["--warmup-time", "0", "--min-time", "1.5"])
+    assert sb.timing_of(args) == sb.Timing(5, 0.0, 20, 1.5)
+    assert "1.5 s of calls" in sb.timing_of(args).text()
+    for argv in (["--min-time", "-1"], ["--warmup-time", "nan"], ["--min-time", "100"]):
+        with pytest.raises(SystemExit):
+            sb.parse_args(argv)
