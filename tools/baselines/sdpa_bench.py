@@ -22,7 +22,7 @@ to the steps, tools/results/results_table.py lists it after them (and, with ``--
     python3 tools/baselines/sdpa_bench.py --results-dir results      # results/<gpu>/sdpa-flash.json ...
     python3 tools/baselines/sdpa_bench.py --out /tmp/sdpa            # /tmp/sdpa/sdpa-flash.json ...
     python3 tools/baselines/sdpa_bench.py --dtype bf16 --head-dim 128 --seqlen 4096 16384 \\
-        --backends flash cudnn --warmup-time 0.25 --min-time 0.6
+        --backends flash cudnn --min-time 0.2 --repetitions 3
 
 How it measures, per problem: Q, K ~ N(0, 1) and V ~ N(0.5, 1) as our benchmark draws
 them (never zeros), from torch's generator seeded with the hash of the benchmark name
@@ -30,14 +30,14 @@ that seeds ours (so the same seed, not the same numbers), in the standard set's 
 memory layout, passed to SDPA as [B, H, N, D] views (``--layout bhsd``: contiguous
 [B, H, N, D] tensors).  Per backend: one call checked against a float64 reference on
 five query rows of every (batch, head) (its errors are the max_abs_err and rel_fro_err
-counters), ``--warmup`` untimed calls and ``--warmup-time`` seconds of them, then at least
-``--reps`` calls and ``--min-time`` seconds of calls, each between two CUDA events,
-enqueued back to back (so Python's dispatch time is hidden behind the GPU work; our
-benchmark waits for each call); TFLOPS comes from the median. Seconds, not only counts:
-under sustained load the GPU lowers its clock (an H200 from 1980 MHz to about 1710 within
-a second of the longest problems), and bench_stepNN times each problem for over a second
-(three repetitions of 0.2 s after its warm-up and sizing runs), so 20 calls of a
-millisecond each would compare SDPA at the full clock with our steps at the lowered one.  Q, K, V and O of a
+counters), then timed by our benchmark's own loop (timed_calls()): ``--warmup`` untimed
+calls, batches of calls of about 1 ms between two CUDA events (several calls behind a 0.5 ms
+GPU wait, the host waiting for each batch), ``--warmup-time`` seconds of them untimed, then
+``--repetitions`` repetitions of at least ``--min-time`` seconds; TFLOPS comes from the median
+of the repetitions' times per call. The same loop, not only the same counts: the GPU lowers
+its clock under sustained load, and how far depends on how much of the time it computes
+(an H200 ran the steps' longest problems at about 1710 MHz and SDPA's earlier bursts of 20
+back-to-back calls at 1980 MHz: results/nvidia-h200/runs/clock-regimes-77478c1).  Q, K, V and O of a
 standard problem fill 256 MiB, several times an L2, so the inputs are not rotated as
 ours are.
 ``--set decode`` times the decode set instead (``decode_problems()`` of problem.h, what
@@ -448,27 +448,28 @@ def _positive(text: str) -> int:
     return value
 
 
-# Timed calls of one problem at most: a 7 us MiniLM call would otherwise take 86,000 event pairs
-# for 0.6 s; its clock regime hardly matters, the launches limit it.
-MAX_TIMED_CALLS = 5000
+# torch.cuda._sleep's cycles before a batch of several calls: about 0.5 ms at the H200's
+# 1980 MHz, as bench_stepNN's gpu_wait_kernel (the host queues the batch meanwhile).
+WAIT_CYCLES = 1_000_000
 
 
 @dataclass(frozen=True)
 class Timing:
-    """How each problem is timed (timed_calls())."""
+    """How each problem is timed (timed_calls()); the defaults are bench_stepNN's."""
     warmup: int = 5
-    warmup_time: float = 0.25
-    reps: int = 20
-    min_time: float = 0.6
+    warmup_time: float = 0.05
+    min_time: float = 0.2
+    repetitions: int = 3
 
     def text(self) -> str:
-        return (f"CUDA events around each call, at least {self.reps} calls and {self.min_time:g} s of "
-                f"calls enqueued back to back (at most {MAX_TIMED_CALLS}), after {self.warmup} "
-                f"warm-up calls and {self.warmup_time:g} s of them; median")
+        return (f"bench_stepNN's loop: CUDA events around batches of calls of about 1 ms, each batch "
+                f"of several calls behind a 0.5 ms GPU wait, after {self.warmup} warm-up calls and "
+                f"{self.warmup_time:g} s of warm-up batches; {self.repetitions} repetitions of at "
+                f"least {self.min_time:g} s of calls, each its time per call; median of the repetitions")
 
 
 def timing_of(args: argparse.Namespace) -> Timing:
-    return Timing(args.warmup, args.warmup_time, args.reps, args.min_time)
+    return Timing(args.warmup, args.warmup_time, args.min_time, args.repetitions)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -492,13 +493,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                      help="write DIR/<gpu>/sdpa-<backend>.json (-decode.json with --set decode), "
                           "beside bench_stepNN's files")
     ap.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
-    ap.add_argument("--warmup-time", type=float, default=0.25, metavar="S",
-                    help="then untimed calls for S seconds (default 0.25)")
-    ap.add_argument("--reps", type=_positive, default=20,
-                    help="at least this many timed calls; TFLOPS from their median (default 20)")
-    ap.add_argument("--min-time", type=float, default=0.6, metavar="S",
-                    help="and at least S seconds of timed calls (default 0.6, bench_stepNN's three "
-                         "repetitions of 0.2 s; 0: --reps calls only)")
+    ap.add_argument("--warmup-time", type=float, default=0.05, metavar="S",
+                    help="then untimed batches for S seconds (default 0.05, as bench_stepNN)")
+    ap.add_argument("--min-time", type=float, default=0.2, metavar="S",
+                    help="seconds of timed calls per repetition (default 0.2, as bench_stepNN)")
+    ap.add_argument("--repetitions", type=_positive, default=3,
+                    help="repetitions; TFLOPS from the median of their times per call (default 3, "
+                         "as bench_stepNN)")
     ap.add_argument("--filter", help="only benchmarks whose name contains this text")
     ap.add_argument("--layout", choices=LAYOUTS, default="bshd",
                     help="memory layout of Q, K, V: bshd (the standard set's, default) or bhsd")
@@ -766,36 +767,44 @@ def run_backend(torch, backend: Backend, q, k, v, causal: bool, timing: Timing):
 
 
 def timed_calls(torch, call, timing: Timing) -> list[float]:
-    """The times in ms of timed calls of ``call``, each between two CUDA events, enqueued back
-    to back: first ``timing.warmup`` untimed calls (their time, one event pair, estimates a
-    call's), then untimed calls for ``timing.warmup_time`` seconds, then at least
-    ``timing.reps`` calls and ``timing.min_time`` seconds of them (at most MAX_TIMED_CALLS).
-    Seconds, not counts, so that a long problem is timed as long as bench_stepNN times it
-    (--min-time 0.2 per repetition, three repetitions, after MinWarmUpTime 0.05 and the runs
-    that size each repetition): the GPU lowers its clock under sustained load, and 20 calls of
-    a millisecond would be timed before it does, at a clock the steps are not measured at."""
-    def enqueue(n: int) -> None:
+    """The time per call in ms of each of ``timing.repetitions`` repetitions of ``call``,
+    timed by bench_stepNN's loop (bench/bench_attention.cu, run_benchmark): ``timing.warmup``
+    untimed calls; the batch, enough calls for about 1 ms (1 to 64), from the fastest of three
+    single calls; then event pairs of one batch each, every pair behind a 0.5 ms GPU wait when
+    the batch is more than one call and waited for by the host, first for
+    ``timing.warmup_time`` seconds untimed, then for at least ``timing.min_time`` seconds per
+    repetition (its time per call: the pairs' time over their calls). The same loop, not only
+    the same counts: the GPU lowers its clock under sustained load, and how much depends on how
+    much of the time it computes, so SDPA timed in a burst of 20 back-to-back calls ran at
+    1980 MHz where the steps ran at about 1710 MHz (results/nvidia-h200/runs/clock-regimes-77478c1)."""
+    def pair(n: int) -> float:
+        if n > 1 and hasattr(torch.cuda, "_sleep"):
+            torch.cuda._sleep(WAIT_CYCLES)
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
         for _ in range(n):
-            call()
+            call()  # a new output each call, never reused
+        stop.record()
+        stop.synchronize()
+        return start.elapsed_time(stop)
 
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    enqueue(max(timing.warmup, 1))
-    stop.record()
-    torch.cuda.synchronize()
-    per_call_s = max(start.elapsed_time(stop) / 1e3 / max(timing.warmup, 1), 1e-6)
-    enqueue(min(math.ceil(timing.warmup_time / per_call_s), MAX_TIMED_CALLS))
-    reps = min(max(timing.reps, math.ceil(timing.min_time / per_call_s)), MAX_TIMED_CALLS)
-    if hasattr(torch.cuda, "_sleep"):
-        torch.cuda._sleep(2_000_000)  # keeps the GPU busy while the timed calls queue up
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(reps)]
-    for begin, end in events:
-        begin.record()
+    def run_for(seconds: float, batch: int) -> tuple[float, int]:
+        total_ms, calls = 0.0, 0
+        while calls == 0 or total_ms < seconds * 1e3:
+            total_ms += pair(batch)
+            calls += batch
+        return total_ms, calls
+
+    for _ in range(timing.warmup):
         call()
-        end.record()
-    torch.cuda.synchronize()
-    return [begin.elapsed_time(end) for begin, end in events]
+    fastest_ms = max(min(pair(1) for _ in range(3)), 1e-3)
+    batch = min(max(math.ceil(1.0 / fastest_ms), 1), 64)
+    run_for(timing.warmup_time, batch)
+    times = []
+    for _ in range(timing.repetitions):
+        total_ms, calls = run_for(timing.min_time, batch)
+        times.append(total_ms / calls)
+    return times
 
 
 def _validate(paths: list[Path]) -> list[str]:
@@ -927,7 +936,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.flashsteps is not None:
         return compare_same_tensors(torch, args, problems, backends, device, peak)
     settings = {"sdpa_layout": args.layout, "sdpa_warmup": str(args.warmup),
-                "sdpa_reps": str(args.reps), "sdpa_warmup_time_s": str(args.warmup_time),
+                "sdpa_repetitions": str(args.repetitions), "sdpa_warmup_time_s": str(args.warmup_time),
                 "sdpa_min_time_s": str(args.min_time), "sdpa_timing": timing_of(args).text(),
                 "sdpa_check": "off" if args.no_check else
                               "float64 reference, query rows 0, 1, N/3, 2N/3+1, N-1 of every "

@@ -60,7 +60,7 @@
 #                               Hkv = 8: B = 1 at Nk = 16384, B = 8 at Nk = 65536, B = 1 at
 #                               Nk = 4096, whose 64 key tiles leave splits past them empty)
 #   FLASHSTEPS_SWEEP_FILTER     instead of those, one sweep run with this filter
-#   FLASHSTEPS_SDPA_WARMUP, FLASHSTEPS_SDPA_REPS   SDPA's untimed and timed calls (default 5, 20)
+#   FLASHSTEPS_SDPA_WARMUP   SDPA's untimed calls (default 5); it is timed by the steps' loop, --min-time and --repetitions as theirs
 #   FLASHSTEPS_MEMCHECK_FILTER, FLASHSTEPS_RACECHECK_FILTER   gtest filters of the sanitizers
 #   FLASHSTEPS_SKIP             phases to leave out, by name or group: e.g. "sdpa racecheck"
 #                               leaves out every sdpa-* phase and racecheck; "decode06",
@@ -215,7 +215,7 @@ sdpa_part() {
   fi
   part "$name" $((3 * estimate)) "$estimate" env FLASHSTEPS_GIT_COMMIT="${FLASHSTEPS_GIT_COMMIT:-$commit}" \
     "$py" tools/baselines/sdpa_bench.py --set decode "$@" --warmup "${FLASHSTEPS_SDPA_WARMUP:-5}" \
-    --reps "${FLASHSTEPS_SDPA_REPS:-20}"
+    --min-time "$min_time" --repetitions "$reps"
   grep -E 'skipped:|^!' "$work/$name.log" 2> /dev/null | head -6 | tee -a "$summary"
 }
 

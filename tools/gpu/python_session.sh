@@ -45,10 +45,10 @@ grep -E "^(FAILED|ERROR)" "$out/pytest.log" | head -30
 # Same tensors: every step at N = 1024, the tensor-core steps at N = 8192, against the SDPA
 # backends; JSON in $out/same-tensors-*/same-tensors.json.
 timeout 300 "$py" tools/baselines/sdpa_bench.py --flashsteps --dtype fp16 bf16 --head-dim 64 128 \
-  --seqlen 1024 --warmup 2 --reps 5 --out "$out/same-tensors-n1024" 2>&1 | tee "$out/same-tensors-n1024.txt" \
+  --seqlen 1024 --warmup 2 --min-time 0.05 --out "$out/same-tensors-n1024" 2>&1 | tee "$out/same-tensors-n1024.txt" \
   || status=1
 timeout 300 "$py" tools/baselines/sdpa_bench.py --flashsteps 4 5 6 7 --dtype bf16 --head-dim 64 128 \
-  --seqlen 8192 --warmup 3 --reps 10 --out "$out/same-tensors-n8192" 2>&1 | tee "$out/same-tensors-n8192.txt" \
+  --seqlen 8192 --warmup 3 --min-time 0.1 --out "$out/same-tensors-n8192" 2>&1 | tee "$out/same-tensors-n8192.txt" \
   || status=1
 echo "python session: $([ $status = 0 ] && echo OK || echo FAILURES) (logs in $out)"
 exit $status

@@ -5,6 +5,7 @@ made up; none is a measurement."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -134,7 +135,7 @@ def test_slug_matches_the_bench_and_loader():
 
 def test_parse_args_defaults_and_selection():
     args = sb.parse_args([])
-    assert len(sb.selected_problems(args)) == 48 + 1 and args.reps == 20 and args.warmup == 5
+    assert len(sb.selected_problems(args)) == 48 + 1 and args.repetitions == 3 and args.warmup == 5
     assert args.backends == ["flash", "cudnn", "efficient"] and sb.output_dir(args, "x") is None
     args = sb.parse_args(["--dtype", "bf16", "--head-dim", "128", "--seqlen", "8192", "1024",
                           "--causal", "on", "--backends", "cudnn", "--out", "/tmp/o"])
@@ -145,7 +146,7 @@ def test_parse_args_defaults_and_selection():
     assert sb.output_dir(args, "NVIDIA H200") == Path("res/nvidia-h200")
 
 
-@pytest.mark.parametrize("argv", [["--seqlen", "1000"], ["--seqlen", "32768"], ["--reps", "0"],
+@pytest.mark.parametrize("argv", [["--seqlen", "1000"], ["--seqlen", "32768"], ["--repetitions", "0"],
                                   ["--head-dim", "96"], ["--out", "a", "--results-dir", "b"]])
 def test_parse_args_rejects(argv, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -369,10 +370,10 @@ def test_minilm_problem_is_the_fixture_and_ends_the_standard_set():
 
 class _FakeCuda:
     """torch.cuda as timed_calls() uses it: each call of the timed function advances a GPU
-    clock by ``call_ms``; an event records that clock."""
+    clock by ``call_ms``, each _sleep by 0.5 ms; an event records that clock."""
 
     def __init__(self, call_ms: float):
-        self.now, self.call_ms, self.calls = 0.0, call_ms, 0
+        self.now, self.call_ms, self.calls, self.sleeps = 0.0, call_ms, 0, 0
         cuda = self
 
         class Event:
@@ -383,44 +384,50 @@ class _FakeCuda:
             def record(self):
                 self.t = cuda.now
 
+            def synchronize(self):
+                assert self.t is not None
+
             def elapsed_time(self, other):
                 return other.t - self.t
 
         self.Event = Event
 
-    def synchronize(self):
-        pass
-
     def _sleep(self, cycles):
-        pass
+        assert cycles == sb.WAIT_CYCLES
+        self.sleeps += 1
+        self.now += 0.5
 
     def call(self):
         self.calls += 1
         self.now += self.call_ms
 
 
-@pytest.mark.parametrize("call_ms, timing, warm, timed", [
-    # 2 ms calls: 5 + 0.25 s / 2 ms = 130 untimed, then 0.6 s / 2 ms = 300 timed
-    (2.0, sb.Timing(5, 0.25, 20, 0.6), 5 + 125, 300),
-    # --min-time 0 --warmup-time 0: the counts alone, as before the times existed
-    (2.0, sb.Timing(5, 0.0, 20, 0.0), 5, 20),
-    # 100 ms calls: --reps outweighs the 6 calls of 0.6 s
-    (100.0, sb.Timing(3, 0.25, 20, 0.6), 3 + 3, 20),
-    # 1 us calls: capped at MAX_TIMED_CALLS, warm-up too
-    (0.001, sb.Timing(5, 0.25, 20, 0.6), 5 + sb.MAX_TIMED_CALLS, sb.MAX_TIMED_CALLS),
-])
-def test_timed_calls_counts_seconds_of_calls(call_ms, timing, warm, timed):
+@pytest.mark.parametrize("call_ms, batch", [(2.0, 1), (0.25, 4), (2.0 ** -7, 64)])  # exact in binary
+def test_timed_calls_is_the_benchmarks_loop(call_ms, batch):
     cuda = _FakeCuda(call_ms)
     torch = type("FakeTorch", (), {"cuda": cuda})
+    timing = sb.Timing(warmup=5, warmup_time=0.05, min_time=0.2, repetitions=3)
     times = sb.timed_calls(torch, cuda.call, timing)
-    assert len(times) == timed and cuda.calls == warm + timed
-    assert times == pytest.approx([call_ms] * timed)
+    # Each repetition's time per call; the waits before the batches are not in it.
+    assert times == pytest.approx([call_ms] * 3)
+    # 5 warm-up calls, 3 single calls that size the batch, then whole batches: at least
+    # 0.05 s untimed and 0.2 s per repetition, each batch behind a wait when it is several calls.
+    pairs = [math.ceil(seconds * 1e3 / (batch * call_ms)) for seconds in (0.05, 0.2, 0.2, 0.2)]
+    assert cuda.calls == 5 + 3 + batch * sum(pairs)
+    assert cuda.sleeps == (sum(pairs) if batch > 1 else 0)
+
+
+def test_timed_calls_with_no_minimum_time():
+    cuda = _FakeCuda(2.0)
+    torch = type("FakeTorch", (), {"cuda": cuda})
+    times = sb.timed_calls(torch, cuda.call, sb.Timing(0, 0.0, 0.0, 2))
+    assert times == pytest.approx([2.0, 2.0]) and cuda.calls == 3 + 1 + 2
 
 
 def test_timing_flags():
-    args = sb.parse_args(["--warmup-time", "0", "--min-time", "1.5"])
-    assert sb.timing_of(args) == sb.Timing(5, 0.0, 20, 1.5)
-    assert "1.5 s of calls" in sb.timing_of(args).text()
+    args = sb.parse_args(["--warmup-time", "0", "--min-time", "1.5", "--repetitions", "5"])
+    assert sb.timing_of(args) == sb.Timing(5, 0.0, 1.5, 5)
+    assert "5 repetitions of at least 1.5 s of calls" in sb.timing_of(args).text()
     for argv in (["--min-time", "-1"], ["--warmup-time", "nan"], ["--min-time", "100"]):
         with pytest.raises(SystemExit):
             sb.parse_args(argv)
