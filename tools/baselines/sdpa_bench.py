@@ -80,6 +80,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -448,9 +449,12 @@ def _positive(text: str) -> int:
     return value
 
 
-# torch.cuda._sleep's cycles before a batch of several calls: about 0.5 ms at the H200's
-# 1980 MHz, as bench_stepNN's gpu_wait_kernel (the host queues the batch meanwhile).
-WAIT_CYCLES = 1_000_000
+# The GPU wait before an event pair (torch.cuda._sleep counts clock cycles: at most the
+# H200's 1980 MHz, so a wait is at least as long as asked): 0.5 ms before a batch of several
+# calls, as bench_stepNN's gpu_wait_kernel; 0.05 ms before a single call.
+CYCLES_PER_S = 2.0e9
+BATCH_WAIT_S = 0.5e-3
+SINGLE_WAIT_S = 0.05e-3
 
 
 @dataclass(frozen=True)
@@ -462,8 +466,8 @@ class Timing:
     repetitions: int = 3
 
     def text(self) -> str:
-        return (f"bench_stepNN's loop: CUDA events around batches of calls of about 1 ms, each batch "
-                f"of several calls behind a 0.5 ms GPU wait, after {self.warmup} warm-up calls and "
+        return (f"bench_stepNN's loop: CUDA events around batches of calls of about 1 ms, each behind "
+                f"a GPU wait (0.5 ms before several calls, longer if the host queues them slower), after {self.warmup} warm-up calls and "
                 f"{self.warmup_time:g} s of warm-up batches; {self.repetitions} repetitions of at "
                 f"least {self.min_time:g} s of calls, each its time per call; median of the repetitions")
 
@@ -770,16 +774,22 @@ def timed_calls(torch, call, timing: Timing) -> list[float]:
     """The time per call in ms of each of ``timing.repetitions`` repetitions of ``call``,
     timed by bench_stepNN's loop (bench/bench_attention.cu, run_benchmark): ``timing.warmup``
     untimed calls; the batch, enough calls for about 1 ms (1 to 64), from the fastest of three
-    single calls; then event pairs of one batch each, every pair behind a 0.5 ms GPU wait when
-    the batch is more than one call and waited for by the host, first for
-    ``timing.warmup_time`` seconds untimed, then for at least ``timing.min_time`` seconds per
-    repetition (its time per call: the pairs' time over their calls). The same loop, not only
-    the same counts: the GPU lowers its clock under sustained load, and how much depends on how
-    much of the time it computes, so SDPA timed in a burst of 20 back-to-back calls ran at
-    1980 MHz where the steps ran at about 1710 MHz (results/nvidia-h200/runs/clock-regimes-77478c1)."""
-    def pair(n: int) -> float:
-        if n > 1 and hasattr(torch.cuda, "_sleep"):
-            torch.cuda._sleep(WAIT_CYCLES)
+    single calls; then event pairs of one batch each, every pair behind a GPU wait and waited
+    for by the host, first for ``timing.warmup_time`` seconds untimed, then for at least
+    ``timing.min_time`` seconds per repetition (its time per call: the pairs' time over their
+    calls). The same loop, not only the same counts: the GPU lowers its clock under sustained
+    load, and how far depends on how much of the time it computes, so SDPA timed in a burst of
+    20 back-to-back calls ran at 1980 MHz where the steps' longest problems ran at about
+    1710 MHz (results/nvidia-h200/runs/clock-regimes-77478c1).
+
+    The wait is the benchmark's 0.5 ms before a batch of several calls, or twice the time the
+    host took to queue one batch if that is longer (Python queues an SDPA call more slowly than
+    our benchmark queues a step's, and a batch of 64 MiniLM calls of 7 us must be queued before
+    the GPU reaches it, or the events time the host); before a single call of 1 ms or more,
+    the longer of 0.05 ms and that doubled host time, so that its launch is not timed either."""
+    def pair(n: int, wait_s: float) -> float:
+        if hasattr(torch.cuda, "_sleep"):
+            torch.cuda._sleep(int(wait_s * CYCLES_PER_S))
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(n):
@@ -788,21 +798,28 @@ def timed_calls(torch, call, timing: Timing) -> list[float]:
         stop.synchronize()
         return start.elapsed_time(stop)
 
-    def run_for(seconds: float, batch: int) -> tuple[float, int]:
+    def run_for(seconds: float, batch: int, wait_s: float) -> tuple[float, int]:
         total_ms, calls = 0.0, 0
         while calls == 0 or total_ms < seconds * 1e3:
-            total_ms += pair(batch)
+            total_ms += pair(batch, wait_s)
             calls += batch
         return total_ms, calls
 
     for _ in range(timing.warmup):
         call()
-    fastest_ms = max(min(pair(1) for _ in range(3)), 1e-3)
+    fastest_ms = max(min(pair(1, BATCH_WAIT_S) for _ in range(3)), 1e-3)
     batch = min(max(math.ceil(1.0 / fastest_ms), 1), 64)
-    run_for(timing.warmup_time, batch)
+    host_start = time.perf_counter()  # one more untimed batch: how long the host takes to queue it
+    for _ in range(batch):
+        call()
+    host_s = time.perf_counter() - host_start
+    torch.cuda.synchronize()
+    wait_s = max(2.0 * host_s, BATCH_WAIT_S if batch > 1 else SINGLE_WAIT_S)
+    if timing.warmup_time > 0:
+        run_for(timing.warmup_time, batch, wait_s)
     times = []
     for _ in range(timing.repetitions):
-        total_ms, calls = run_for(timing.min_time, batch)
+        total_ms, calls = run_for(timing.min_time, batch, wait_s)
         times.append(total_ms / calls)
     return times
 

@@ -36,6 +36,7 @@ if command -v cuobjdump > /dev/null && [ "${FLASHSTEPS_SASS:-1}" = 1 ]; then
   done
 fi
 for t in "$build"/bin/test_step*; do
+  [ -x "$t" ] || continue  # a bundle without tests (benchmarks only)
   selected "$t" || continue
   name=$(basename "$t")
   timeout "${FLASHSTEPS_TEST_TIMEOUT:-300}" "$t" --gtest_brief=1 --gtest_output="json:$outdir/$name.json" > "$outdir/$name.log" 2>&1 || status=1

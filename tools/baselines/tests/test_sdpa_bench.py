@@ -370,10 +370,12 @@ def test_minilm_problem_is_the_fixture_and_ends_the_standard_set():
 
 class _FakeCuda:
     """torch.cuda as timed_calls() uses it: each call of the timed function advances a GPU
-    clock by ``call_ms``, each _sleep by 0.5 ms; an event records that clock."""
+    clock by ``call_ms`` and a host clock by ``host_ms``, each _sleep the GPU clock by its
+    cycles at sb.CYCLES_PER_S; an event records the GPU clock."""
 
-    def __init__(self, call_ms: float):
-        self.now, self.call_ms, self.calls, self.sleeps = 0.0, call_ms, 0, 0
+    def __init__(self, call_ms: float, host_ms: float = 0.0):
+        self.now, self.host_now, self.call_ms, self.host_ms = 0.0, 0.0, call_ms, host_ms
+        self.calls, self.sleeps = 0, []
         cuda = self
 
         class Event:
@@ -392,36 +394,53 @@ class _FakeCuda:
 
         self.Event = Event
 
+    def synchronize(self):
+        pass
+
     def _sleep(self, cycles):
-        assert cycles == sb.WAIT_CYCLES
-        self.sleeps += 1
-        self.now += 0.5
+        self.sleeps.append(cycles)
+        self.now += cycles / sb.CYCLES_PER_S * 1e3
 
     def call(self):
         self.calls += 1
         self.now += self.call_ms
+        self.host_now += self.host_ms
+
+
+def _timed(monkeypatch, cuda, timing):
+    monkeypatch.setattr(sb.time, "perf_counter", lambda: cuda.host_now / 1e3)
+    return sb.timed_calls(type("FakeTorch", (), {"cuda": cuda}), cuda.call, timing)
 
 
 @pytest.mark.parametrize("call_ms, batch", [(2.0, 1), (0.25, 4), (2.0 ** -7, 64)])  # exact in binary
-def test_timed_calls_is_the_benchmarks_loop(call_ms, batch):
-    cuda = _FakeCuda(call_ms)
-    torch = type("FakeTorch", (), {"cuda": cuda})
-    timing = sb.Timing(warmup=5, warmup_time=0.05, min_time=0.2, repetitions=3)
-    times = sb.timed_calls(torch, cuda.call, timing)
+def test_timed_calls_is_the_benchmarks_loop(monkeypatch, call_ms, batch):
+    cuda = _FakeCuda(call_ms, host_ms=0.001)
+    times = _timed(monkeypatch, cuda, sb.Timing(warmup=5, warmup_time=0.05, min_time=0.2, repetitions=3))
     # Each repetition's time per call; the waits before the batches are not in it.
     assert times == pytest.approx([call_ms] * 3)
-    # 5 warm-up calls, 3 single calls that size the batch, then whole batches: at least
-    # 0.05 s untimed and 0.2 s per repetition, each batch behind a wait when it is several calls.
+    # 5 warm-up calls, 3 single calls that size the batch, one batch that times the host's
+    # queueing, then whole batches: at least 0.05 s untimed and 0.2 s per repetition.
     pairs = [math.ceil(seconds * 1e3 / (batch * call_ms)) for seconds in (0.05, 0.2, 0.2, 0.2)]
-    assert cuda.calls == 5 + 3 + batch * sum(pairs)
-    assert cuda.sleeps == (sum(pairs) if batch > 1 else 0)
+    assert cuda.calls == 5 + 3 + batch + batch * sum(pairs)
+    # Each event pair behind a wait: 0.5 ms for the sizing pairs and before several calls,
+    # 0.05 ms before a single call (the host queues a batch in far less than half of it here).
+    wait = int((sb.BATCH_WAIT_S if batch > 1 else sb.SINGLE_WAIT_S) * sb.CYCLES_PER_S)
+    assert cuda.sleeps == [int(sb.BATCH_WAIT_S * sb.CYCLES_PER_S)] * 3 + [wait] * sum(pairs)
 
 
-def test_timed_calls_with_no_minimum_time():
+def test_timed_calls_waits_for_a_slow_host(monkeypatch):
+    # 64 calls of 7.8 us that the host queues at 30 us each: a batch takes the host 1.92 ms,
+    # so the GPU waits 3.84 ms before each, and the events still time the GPU alone.
+    cuda = _FakeCuda(2.0 ** -7, host_ms=0.03)
+    times = _timed(monkeypatch, cuda, sb.Timing(0, 0.0, 0.0, 2))
+    assert times == pytest.approx([2.0 ** -7] * 2)
+    assert cuda.sleeps[3:] == [int(2 * 64 * 0.03e-3 * sb.CYCLES_PER_S)] * 2
+
+
+def test_timed_calls_with_no_minimum_time(monkeypatch):
     cuda = _FakeCuda(2.0)
-    torch = type("FakeTorch", (), {"cuda": cuda})
-    times = sb.timed_calls(torch, cuda.call, sb.Timing(0, 0.0, 0.0, 2))
-    assert times == pytest.approx([2.0, 2.0]) and cuda.calls == 3 + 1 + 2
+    times = _timed(monkeypatch, cuda, sb.Timing(0, 0.0, 0.0, 2))
+    assert times == pytest.approx([2.0, 2.0]) and cuda.calls == 3 + 1 + 2  # no warm-up batch
 
 
 def test_timing_flags():
