@@ -31,12 +31,13 @@ memory layout, passed to SDPA as [B, H, N, D] views (``--layout bhsd``: contiguo
 [B, H, N, D] tensors).  Per backend: one call checked against a float64 reference on
 five query rows of every (batch, head) (its errors are the max_abs_err and rel_fro_err
 counters), then timed by our benchmark's own loop (timed_calls()): ``--warmup`` untimed
-calls, batches of calls of about 1 ms between two CUDA events (several calls behind a 0.5 ms
-GPU wait, the host waiting for each batch), ``--warmup-time`` seconds of them untimed, then
-``--repetitions`` repetitions of at least ``--min-time`` seconds; TFLOPS comes from the median
-of the repetitions' times per call. The same loop, not only the same counts: the GPU lowers
-its clock under sustained load, and how far depends on how much of the time it computes
-(an H200 ran the steps' longest problems at about 1710 MHz and SDPA's earlier bursts of 20
+calls; batches of calls of about 1 ms, each between two CUDA events behind a GPU wait (0.5 ms
+before several calls, longer when Python lags in queueing them), the host waiting for each;
+Google Benchmark's sizing of runs, ``--warmup-time`` seconds untimed, then ``--repetitions``
+repetitions of at least ``--min-time`` seconds; TFLOPS comes from the median of the
+repetitions' times per call. The same loop, not only the same counts: the GPU lowers its
+clock under sustained load, and how far depends on how much of the time it computes (an
+H200 ran step 09's longest problems at about 1710 MHz and SDPA's earlier bursts of 20
 back-to-back calls at 1980 MHz: results/nvidia-h200/runs/clock-regimes-77478c1).  Q, K, V and O of a
 standard problem fill 256 MiB, several times an L2, so the inputs are not rotated as
 ours are.
@@ -449,27 +450,28 @@ def _positive(text: str) -> int:
     return value
 
 
-# The GPU wait before an event pair (torch.cuda._sleep counts clock cycles: at most the
-# H200's 1980 MHz, so a wait is at least as long as asked): 0.5 ms before a batch of several
-# calls, as bench_stepNN's gpu_wait_kernel; 0.05 ms before a single call.
-CYCLES_PER_S = 2.0e9
+# The GPU wait before an event pair (torch.cuda._sleep, its cycles timed once per device by
+# sleep_cycles_per_s()): 0.5 ms before a batch of several calls, as bench_stepNN's
+# gpu_wait_kernel; 0.05 ms before a single call; both longer when the host lags (timed_calls()).
 BATCH_WAIT_S = 0.5e-3
 SINGLE_WAIT_S = 0.05e-3
 
 
 @dataclass(frozen=True)
 class Timing:
-    """How each problem is timed (timed_calls()); the defaults are bench_stepNN's."""
-    warmup: int = 5
+    """How each problem is timed (timed_calls()); the defaults are bench_stepNN's (one untimed
+    call, MinWarmUpTime 0.05 s, MinTime 0.2 s, three repetitions)."""
+    warmup: int = 1
     warmup_time: float = 0.05
     min_time: float = 0.2
     repetitions: int = 3
 
     def text(self) -> str:
-        return (f"bench_stepNN's loop: CUDA events around batches of calls of about 1 ms, each behind "
-                f"a GPU wait (0.5 ms before several calls, longer if the host queues them slower), after {self.warmup} warm-up calls and "
-                f"{self.warmup_time:g} s of warm-up batches; {self.repetitions} repetitions of at "
-                f"least {self.min_time:g} s of calls, each its time per call; median of the repetitions")
+        return (f"bench_stepNN's loop: {self.warmup} untimed call(s), a batch of calls of about 1 ms per "
+                f"pair of CUDA events, each pair behind a GPU wait (0.5 ms before several calls, "
+                f"0.05 ms before one, longer when the host lags); Google Benchmark's sizing, "
+                f"{self.warmup_time:g} s of warm-up, {self.repetitions} repetitions of at least "
+                f"{self.min_time:g} s of calls; median of the repetitions' times per call")
 
 
 def timing_of(args: argparse.Namespace) -> Timing:
@@ -496,9 +498,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     out.add_argument("--results-dir", type=Path, metavar="DIR",
                      help="write DIR/<gpu>/sdpa-<backend>.json (-decode.json with --set decode), "
                           "beside bench_stepNN's files")
-    ap.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
+    ap.add_argument("--warmup", type=int, default=1,
+                    help="untimed calls before the timing starts (default 1, as bench_stepNN)")
     ap.add_argument("--warmup-time", type=float, default=0.05, metavar="S",
-                    help="then untimed batches for S seconds (default 0.05, as bench_stepNN)")
+                    help="then untimed runs until one lasts S seconds (default 0.05, as bench_stepNN)")
     ap.add_argument("--min-time", type=float, default=0.2, metavar="S",
                     help="seconds of timed calls per repetition (default 0.2, as bench_stepNN)")
     ap.add_argument("--repetitions", type=_positive, default=3,
@@ -770,26 +773,70 @@ def run_backend(torch, backend: Backend, q, k, v, causal: bool, timing: Timing):
     return first, times
 
 
+def next_iterations(iters: int, seconds: float, min_time: float) -> int:
+    """Google Benchmark's next iteration count (1.7, BenchmarkRunner::PredictNumItersNeeded)
+    after a run of ``iters`` iterations that took ``seconds``: enough for 1.4 ``min_time`` at
+    that rate, at most 10 times more while the run took under a tenth of ``min_time``, at
+    least twice as many if the rate says fewer."""
+    multiplier = min_time * 1.4 / max(seconds, 1e-9)
+    if seconds / min_time <= 0.1:
+        multiplier = min(10.0, multiplier)
+    if multiplier <= 1.0:
+        multiplier = 2.0
+    return int(min(0.5 + max(multiplier * iters, iters + 1.0), 1e9))
+
+
+_SLEEP_CYCLES_PER_S: dict[int, float] = {}
+
+
+def sleep_cycles_per_s(torch) -> float:
+    """The rate at which torch.cuda._sleep counts its cycles on the current device, timed once
+    per device with a pair of events (an SM clock on NVIDIA, a fixed counter on AMD)."""
+    device = torch.cuda.current_device() if hasattr(torch.cuda, "current_device") else 0
+    if device not in _SLEEP_CYCLES_PER_S:
+        cycles = 2_000_000
+        torch.cuda._sleep(cycles // 10)  # the first launch of the kernel, untimed
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(cycles)
+        stop.record()
+        stop.synchronize()
+        _SLEEP_CYCLES_PER_S[device] = cycles / max(start.elapsed_time(stop) / 1e3, 1e-9)
+    return _SLEEP_CYCLES_PER_S[device]
+
+
 def timed_calls(torch, call, timing: Timing) -> list[float]:
     """The time per call in ms of each of ``timing.repetitions`` repetitions of ``call``,
-    timed by bench_stepNN's loop (bench/bench_attention.cu, run_benchmark): ``timing.warmup``
-    untimed calls; the batch, enough calls for about 1 ms (1 to 64), from the fastest of three
-    single calls; then event pairs of one batch each, every pair behind a GPU wait and waited
-    for by the host, first for ``timing.warmup_time`` seconds untimed, then for at least
-    ``timing.min_time`` seconds per repetition (its time per call: the pairs' time over their
-    calls). The same loop, not only the same counts: the GPU lowers its clock under sustained
-    load, and how far depends on how much of the time it computes, so SDPA timed in a burst of
-    20 back-to-back calls ran at 1980 MHz where the steps' longest problems ran at about
-    1710 MHz (results/nvidia-h200/runs/clock-regimes-77478c1).
+    timed as bench_stepNN times a step (bench/bench_attention.cu, run_benchmark, under Google
+    Benchmark's MinWarmUpTime, MinTime and Repetitions):
+    - ``timing.warmup`` untimed calls, then three single calls, each between two CUDA events;
+      the batch is enough calls for about 1 ms at the fastest of them (1 to 64);
+    - every event pair times one batch, behind a GPU wait (torch.cuda._sleep), and the host
+      waits for it before queueing the next;
+    - Google Benchmark's sizing: a run of 1 iteration (call), then more
+      (next_iterations()) until a run lasts ``timing.warmup_time`` seconds of GPU time,
+      untimed; then the same from 1 again until a run lasts ``timing.min_time``, which is
+      the first repetition, and the other repetitions run as many calls as it did; a run
+      ends with its last whole batch;
+    - a repetition's time per call is its pairs' time over its calls.
+    The same loop, not only the same counts: the GPU lowers its clock under sustained load,
+    and how far depends on how much of the time it computes, so SDPA timed in a burst of 20
+    back-to-back calls ran at 1980 MHz where step 09's longest problems ran at about 1710 MHz
+    (results/nvidia-h200/runs/clock-regimes-77478c1).
 
-    The wait is the benchmark's 0.5 ms before a batch of several calls, or twice the time the
-    host took to queue one batch if that is longer (Python queues an SDPA call more slowly than
-    our benchmark queues a step's, and a batch of 64 MiniLM calls of 7 us must be queued before
-    the GPU reaches it, or the events time the host); before a single call of 1 ms or more,
-    the longer of 0.05 ms and that doubled host time, so that its launch is not timed either."""
+    Where the two loops differ, on purpose: the GPU wait before a batch of several calls is
+    the benchmark's 0.5 ms, or longer by twice what the host lags behind the GPU in queueing
+    one batch (Python queues an SDPA call more slowly than the benchmark queues a step's, and
+    without it the events would time the host); the three sizing calls and every single call
+    of 1 ms or more also wait, 0.5 ms and 0.05 ms (the benchmark times their launch, a few
+    microseconds, and Python's is longer)."""
+    if not hasattr(torch.cuda, "_sleep"):
+        raise RuntimeError("torch.cuda._sleep is missing: sdpa_bench.py needs it to queue each batch "
+                           "of calls behind a GPU wait, as bench_stepNN does")
+    cycles_per_s = sleep_cycles_per_s(torch)
+
     def pair(n: int, wait_s: float) -> float:
-        if hasattr(torch.cuda, "_sleep"):
-            torch.cuda._sleep(int(wait_s * CYCLES_PER_S))
+        torch.cuda._sleep(int(wait_s * cycles_per_s))
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(n):
@@ -798,29 +845,44 @@ def timed_calls(torch, call, timing: Timing) -> list[float]:
         stop.synchronize()
         return start.elapsed_time(stop)
 
-    def run_for(seconds: float, batch: int, wait_s: float) -> tuple[float, int]:
+    def run(iters: int, batch: int, wait_s: float) -> tuple[float, int]:
+        """Whole batches until ``iters`` calls: (seconds of GPU time, calls)."""
         total_ms, calls = 0.0, 0
-        while calls == 0 or total_ms < seconds * 1e3:
+        while calls < iters:
             total_ms += pair(batch, wait_s)
             calls += batch
-        return total_ms, calls
+        return total_ms / 1e3, calls
+
+    def sized(min_time: float, batch: int, wait_s: float) -> tuple[float, int, int]:
+        """Runs of 1, then more iterations until one lasts ``min_time``: that run's (seconds,
+        calls, iterations asked for)."""
+        iters = 1
+        while True:
+            seconds, calls = run(iters, batch, wait_s)
+            if seconds >= min_time or iters >= 1e9:
+                return seconds, calls, iters
+            iters = next_iterations(iters, seconds, min_time)
 
     for _ in range(timing.warmup):
         call()
     fastest_ms = max(min(pair(1, BATCH_WAIT_S) for _ in range(3)), 1e-3)
     batch = min(max(math.ceil(1.0 / fastest_ms), 1), 64)
-    host_start = time.perf_counter()  # one more untimed batch: how long the host takes to queue it
-    for _ in range(batch):
-        call()
-    host_s = time.perf_counter() - host_start
-    torch.cuda.synchronize()
-    wait_s = max(2.0 * host_s, BATCH_WAIT_S if batch > 1 else SINGLE_WAIT_S)
-    if timing.warmup_time > 0:
-        run_for(timing.warmup_time, batch, wait_s)
-    times = []
-    for _ in range(timing.repetitions):
-        total_ms, calls = run_for(timing.min_time, batch, wait_s)
-        times.append(total_ms / calls)
+    host_s = []
+    for _ in range(2):  # two untimed batches: how long the host takes to queue one (the faster)
+        host_start = time.perf_counter()
+        for _ in range(batch):
+            call()
+        host_s.append(time.perf_counter() - host_start)
+        torch.cuda.synchronize()
+    lag_s = max(min(host_s) - batch * fastest_ms / 1e3, 0.0)
+    wait_s = (BATCH_WAIT_S if batch > 1 else SINGLE_WAIT_S) + 2.0 * lag_s
+    if timing.warmup_time > 0:  # as Google Benchmark, no warm-up without a warm-up time
+        sized(timing.warmup_time, batch, wait_s)
+    seconds, calls, iters = sized(timing.min_time, batch, wait_s)
+    times = [seconds * 1e3 / calls]
+    for _ in range(timing.repetitions - 1):
+        seconds, calls = run(iters, batch, wait_s)
+        times.append(seconds * 1e3 / calls)
     return times
 
 
@@ -907,7 +969,7 @@ def compare_same_tensors(torch, args, problems, backends, device, peak) -> int:
             ok = errors["max_abs_err"] <= abs_tol * max(1.0, ref_max) and errors["rel_fro_err"] <= rel_tol
             over += not ok
             entry.update({"median_ms": median, "TFLOPS": flops(p) / (median / 1e3) / 1e12,
-                          "times_ms": times, **errors, "within_tolerance": ok})
+                          "repetition_ms_per_call": times, **errors, "within_tolerance": ok})
             if peak > 0:
                 entry["pct_peak"] = 100.0 * entry["TFLOPS"] / peak
             results.append(entry)

@@ -18,20 +18,22 @@
 #                                     and the chunked-prefill point                   10 s
 #    decode10-bf16-hd128-hkv32                                                        10 s
 #    decode06-bf16-hd128-hkv8         step 06, the slow baseline (this subset only)   15 s
-#    sdpa-bf16-hd128                  PyTorch SDPA, 3 backends, both Hkv              50 s
+#    sdpa-bf16-hd128                  PyTorch SDPA, 3 backends, both Hkv              80 s
 #    sweep-b1-nk16384, sweep-b8-nk65536, sweep-b1-nk4096
 #                                     step 10's split sweep, 10 counts each      3 x 8 s
 #    memcheck, racecheck, initcheck, synccheck
 #                                     compute-sanitizer (measured: 2-4 s each)    4 x 5 s
 #    decode10-fp16-hd128-hkv8, -hkv32                                            2 x 10 s
 #    decode10-{bf16,fp16}-hd64-{hkv8,hkv32}                                      4 x 10 s
-#    sdpa-fp16-hd128, sdpa-hd64                                                  45 + 90 s
+#    sdpa-fp16-hd128, sdpa-hd64                                                 70 + 140 s
 #    merge, tables, packing                                                           15 s
-#    in all                                                           about 370 s (6 min)
-# The priority block (tests to the sweep) ends after about 125 s. SDPA is timed by the
+#    in all                                                           about 460 s (8 min)
+# The priority block (tests to the sweep) ends after about 155 s. SDPA is timed by the
 # steps' loop (sdpa_bench.py's timed_calls(): the same warm-up, repetitions and --min-time), so
-# each of its problems takes about 0.3 s of calls per backend, as a step's does; until
-# d9134eb it took 25 calls, and its three parts were estimated at 25, 20 and 35 s. How the estimates follow
+# each of its problems takes about 0.3 s of GPU time per backend, as a step's does, and
+# more on the clock where Python queues calls slower than the GPU runs them (the GPU waits
+# for it before each batch): the SDPA estimates are guesses until a run measures them. Until
+# d9134eb SDPA took 25 calls per problem, and its three parts were estimated at 25, 20, 35 s. How the estimates follow
 # from the run at 2e04100 (results/nvidia-h200/runs/step10-decode-2e04100.txt, budget 300 s):
 # its benchmarks spent their time in Google Benchmark's loop, not in preparing or checking.
 # Until bench_attention.cu timed one call per iteration (KeepRunningBatch), one iteration was
@@ -44,7 +46,7 @@
 # 2 s to start: 13 problems, about 10 s. With binaries from before that change a subset takes
 # about 90 s (the first gets a 120 s cap for that reason; the others would be cut).
 #
-# The whole session keeps to a time budget (FLASHSTEPS_SESSION_BUDGET seconds, default 400):
+# The whole session keeps to a time budget (FLASHSTEPS_SESSION_BUDGET seconds, default 480):
 # each phase runs under `timeout` with the smaller of its own cap and what is left of the
 # budget (less 30 s for the merge, the tables and the packing), and a phase that finds less
 # than 15 s left is skipped and says so. Everything goes to $OUT/decode-session/, packed at the
@@ -81,7 +83,7 @@ py="$(command -v "${FLASHSTEPS_DEVICE_PYTHON:-python3}")"
 rm -rf "$work"
 mkdir -p "$work" "$results" "$parts"
 start=$(date +%s)
-deadline=$((start + ${FLASHSTEPS_SESSION_BUDGET:-400}))
+deadline=$((start + ${FLASHSTEPS_SESSION_BUDGET:-480}))
 reserve=30  # seconds kept for the merge, the tables and the packing
 status=0
 summary="$work/summary.txt"
@@ -232,7 +234,7 @@ grep -A3 -E '^\[  FAILED  \]|Failure' "$work/test_step10.log" 2> /dev/null | hea
 # step 06 (Hkv = 8), and of SDPA.
 decode_parts 10 first
 decode_parts 06 first
-sdpa_part sdpa-bf16-hd128 50 --dtype bf16 --head-dim 128
+sdpa_part sdpa-bf16-hd128 80 --dtype bf16 --head-dim 128
 
 # 3. The split sweep, one run per problem: each at the heuristic's count, then at every forced count.
 sweep_args=(--split-sweep "${FLASHSTEPS_SWEEP_COUNTS:-1,2,4,8,16,32,64,128,256}" --min-time "$min_time"
@@ -281,8 +283,8 @@ done
 # 5. The rest of the decode set: fp16 D = 128, then D = 64, of step 10 (and of step 06 when
 # FLASHSTEPS_DECODE06_SUBSETS asks), then of SDPA.
 decode_parts 10 rest
-sdpa_part sdpa-fp16-hd128 45 --dtype fp16 --head-dim 128
-sdpa_part sdpa-hd64 90 --dtype bf16 fp16 --head-dim 64
+sdpa_part sdpa-fp16-hd128 70 --dtype fp16 --head-dim 128
+sdpa_part sdpa-hd64 140 --dtype bf16 fp16 --head-dim 64
 decode_parts 06 rest
 
 # 6. The parts merged, one file per name: results/<gpu>/step10-decode.json from every

@@ -135,7 +135,7 @@ def test_slug_matches_the_bench_and_loader():
 
 def test_parse_args_defaults_and_selection():
     args = sb.parse_args([])
-    assert len(sb.selected_problems(args)) == 48 + 1 and args.repetitions == 3 and args.warmup == 5
+    assert len(sb.selected_problems(args)) == 48 + 1 and args.repetitions == 3 and args.warmup == 1
     assert args.backends == ["flash", "cudnn", "efficient"] and sb.output_dir(args, "x") is None
     args = sb.parse_args(["--dtype", "bf16", "--head-dim", "128", "--seqlen", "8192", "1024",
                           "--causal", "on", "--backends", "cudnn", "--out", "/tmp/o"])
@@ -369,13 +369,16 @@ def test_minilm_problem_is_the_fixture_and_ends_the_standard_set():
 # --- timing ---------------------------------------------------------------------------
 
 class _FakeCuda:
-    """torch.cuda as timed_calls() uses it: each call of the timed function advances a GPU
-    clock by ``call_ms`` and a host clock by ``host_ms``, each _sleep the GPU clock by its
-    cycles at sb.CYCLES_PER_S; an event records the GPU clock."""
+    """torch.cuda as timed_calls() uses it, with a GPU that runs what the host queued, in
+    order, asynchronously: a queued operation starts when the GPU is free and the host has
+    queued it. A call takes ``gpu_ms(i)`` on the GPU (i counts the calls) and ``host_ms`` of
+    host time to queue; _sleep takes its cycles at ``cycles_per_ms``; an event completes when
+    the GPU reaches it, and elapsed_time() needs both ends complete (as torch's does)."""
 
-    def __init__(self, call_ms: float, host_ms: float = 0.0):
-        self.now, self.host_now, self.call_ms, self.host_ms = 0.0, 0.0, call_ms, host_ms
-        self.calls, self.sleeps = 0, []
+    def __init__(self, gpu_ms, host_ms: float = 0.001, cycles_per_ms: float = 1.98e6):
+        self.gpu_ms = gpu_ms if callable(gpu_ms) else (lambda i, ms=gpu_ms: ms)
+        self.host_ms, self.cycles_per_ms = host_ms, cycles_per_ms
+        self.host, self.gpu_free, self.calls, self.sleeps, self.idle = 0.0, 0.0, 0, [], 0.0
         cuda = self
 
         class Event:
@@ -384,68 +387,117 @@ class _FakeCuda:
                 self.t = None
 
             def record(self):
-                self.t = cuda.now
+                self.t = cuda._run(0.0)
 
             def synchronize(self):
-                assert self.t is not None
+                cuda.host = max(cuda.host, self.t)
 
             def elapsed_time(self, other):
+                assert cuda.host >= other.t, "elapsed_time() before the stop event completed"
                 return other.t - self.t
 
         self.Event = Event
 
+    def _run(self, ms: float) -> float:
+        start = max(self.gpu_free, self.host)
+        self.idle += start - self.gpu_free
+        self.gpu_free = start + ms
+        return self.gpu_free
+
+    def current_device(self):
+        return 0
+
     def synchronize(self):
-        pass
+        self.host = max(self.host, self.gpu_free)
 
     def _sleep(self, cycles):
         self.sleeps.append(cycles)
-        self.now += cycles / sb.CYCLES_PER_S * 1e3
+        self._run(cycles / self.cycles_per_ms)
 
     def call(self):
+        self.host += self.host_ms
+        self._run(self.gpu_ms(self.calls))
         self.calls += 1
-        self.now += self.call_ms
-        self.host_now += self.host_ms
 
 
 def _timed(monkeypatch, cuda, timing):
-    monkeypatch.setattr(sb.time, "perf_counter", lambda: cuda.host_now / 1e3)
-    return sb.timed_calls(type("FakeTorch", (), {"cuda": cuda}), cuda.call, timing)
+    monkeypatch.setattr(sb.time, "perf_counter", lambda: cuda.host / 1e3)
+    monkeypatch.setattr(sb, "_SLEEP_CYCLES_PER_S", {})
+    return sb.timed_calls(type("FakeTorch", (), {"cuda": cuda}), cuda.call, sb.Timing(*timing))
 
 
-@pytest.mark.parametrize("call_ms, batch", [(2.0, 1), (0.25, 4), (2.0 ** -7, 64)])  # exact in binary
-def test_timed_calls_is_the_benchmarks_loop(monkeypatch, call_ms, batch):
-    cuda = _FakeCuda(call_ms, host_ms=0.001)
-    times = _timed(monkeypatch, cuda, sb.Timing(warmup=5, warmup_time=0.05, min_time=0.2, repetitions=3))
-    # Each repetition's time per call; the waits before the batches are not in it.
-    assert times == pytest.approx([call_ms] * 3)
-    # 5 warm-up calls, 3 single calls that size the batch, one batch that times the host's
-    # queueing, then whole batches: at least 0.05 s untimed and 0.2 s per repetition.
-    pairs = [math.ceil(seconds * 1e3 / (batch * call_ms)) for seconds in (0.05, 0.2, 0.2, 0.2)]
-    assert cuda.calls == 5 + 3 + batch + batch * sum(pairs)
-    # Each event pair behind a wait: 0.5 ms for the sizing pairs and before several calls,
-    # 0.05 ms before a single call (the host queues a batch in far less than half of it here).
-    wait = int((sb.BATCH_WAIT_S if batch > 1 else sb.SINGLE_WAIT_S) * sb.CYCLES_PER_S)
-    assert cuda.sleeps == [int(sb.BATCH_WAIT_S * sb.CYCLES_PER_S)] * 3 + [wait] * sum(pairs)
+def test_next_iterations_is_google_benchmarks():
+    assert sb.next_iterations(1, 0.002, 0.05) == 10     # under a tenth of min_time: at most x10
+    assert sb.next_iterations(10, 0.02, 0.05) == 35     # enough for 1.4 x min_time
+    assert sb.next_iterations(10, 0.02, 0.2) == 100     # exactly a tenth: still at most x10
+    assert sb.next_iterations(100, 0.19, 0.2) == 147    # 1.4 x 0.2 / 0.19
+    assert sb.next_iterations(100, 0.3, 0.2) == 200     # a multiplier under 1.0 becomes 2
 
 
-def test_timed_calls_waits_for_a_slow_host(monkeypatch):
-    # 64 calls of 7.8 us that the host queues at 30 us each: a batch takes the host 1.92 ms,
-    # so the GPU waits 3.84 ms before each, and the events still time the GPU alone.
-    cuda = _FakeCuda(2.0 ** -7, host_ms=0.03)
-    times = _timed(monkeypatch, cuda, sb.Timing(0, 0.0, 0.0, 2))
-    assert times == pytest.approx([2.0 ** -7] * 2)
-    assert cuda.sleeps[3:] == [int(2 * 64 * 0.03e-3 * sb.CYCLES_PER_S)] * 2
-
-
-def test_timed_calls_with_no_minimum_time(monkeypatch):
+def test_timed_calls_follows_google_benchmarks_runs(monkeypatch):
+    # 2 ms calls: one call per pair. Warm-up runs of 1, 10, 35 calls (70 ms >= 50 ms); the first
+    # repetition's runs of 1, 10, 100 calls (200 ms); two more repetitions of 100 calls.
     cuda = _FakeCuda(2.0)
-    times = _timed(monkeypatch, cuda, sb.Timing(0, 0.0, 0.0, 2))
-    assert times == pytest.approx([2.0, 2.0]) and cuda.calls == 3 + 1 + 2  # no warm-up batch
+    times = _timed(monkeypatch, cuda, (1, 0.05, 0.2, 3))
+    assert times == pytest.approx([2.0] * 3)
+    assert cuda.calls == 1 + 3 + 2 + (1 + 10 + 35) + (1 + 10 + 100) + 100 + 100
+    # The wait before a single call is 0.05 ms; the sizing calls wait 0.5 ms; the calibration
+    # of _sleep is two more (its first launch and the timed one).
+    single, sizing = int(0.05 * 1.98e6), int(0.5 * 1.98e6)
+    assert cuda.sleeps[2:5] == [sizing] * 3 and set(cuda.sleeps[5:]) == {single}
+
+
+@pytest.mark.parametrize("gpu_ms, batch", [(0.3, 4), (0.25, 4), (1.0, 1), (0.001, 64)])
+def test_batch_is_about_a_millisecond(monkeypatch, gpu_ms, batch):
+    cuda = _FakeCuda(gpu_ms)
+    times = _timed(monkeypatch, cuda, (1, 0.0, 0.0, 1))
+    assert times == pytest.approx([gpu_ms])
+    assert cuda.calls == 1 + 3 + 2 * batch + batch  # warm-up, sizing, host timing, one batch
+
+
+def test_batch_from_the_fastest_sizing_call(monkeypatch):
+    # Sizing calls 1 and 2 (after one warm-up call) take 5 ms, the third 0.3 ms: batch of 4.
+    cuda = _FakeCuda(lambda i: 5.0 if i in (1, 2) else 0.3)
+    _timed(monkeypatch, cuda, (1, 0.0, 0.0, 1))
+    assert cuda.calls == 1 + 3 + 2 * 4 + 4
+
+
+def test_events_time_the_gpu_not_a_slow_host(monkeypatch):
+    # 64 calls of 7.8 us that the host queues at 30 us each: the host lags 1.42 ms per batch,
+    # so each batch waits 0.5 + 2.84 ms, and the events still time the GPU alone.
+    cuda = _FakeCuda(2.0 ** -7, host_ms=0.03)
+    times = _timed(monkeypatch, cuda, (1, 0.01, 0.02, 3))
+    assert times == pytest.approx([2.0 ** -7] * 3)
+    lag = 64 * (0.03 - 2.0 ** -7)
+    assert cuda.sleeps[-1] == pytest.approx((0.5 + 2 * lag) * 1.98e6, abs=1)
+
+
+def test_a_wait_too_short_would_time_the_host(monkeypatch):
+    # The same calls behind the benchmark's plain 0.5 ms: the host falls behind, and the
+    # events would time its queueing. The fake shows it, so the test above can fail.
+    cuda = _FakeCuda(2.0 ** -7, host_ms=0.03)
+    monkeypatch.setattr(sb.time, "perf_counter", lambda: 0.0)  # the host seems instant
+    monkeypatch.setattr(sb, "_SLEEP_CYCLES_PER_S", {})
+    times = sb.timed_calls(type("FakeTorch", (), {"cuda": cuda}), cuda.call, sb.Timing(1, 0.0, 0.0, 1))
+    assert times[0] > 2 * 2.0 ** -7
+
+
+def test_sleep_is_calibrated_per_device(monkeypatch):
+    # A counter at 100 MHz (as AMD's): a 0.5 ms wait is 50,000 cycles, not 1,000,000.
+    cuda = _FakeCuda(0.3, cycles_per_ms=1e5)
+    _timed(monkeypatch, cuda, (1, 0.0, 0.0, 1))
+    assert cuda.sleeps[2:5] == [50_000] * 3
+
+
+def test_timed_calls_needs_sleep():
+    torch = type("FakeTorch", (), {"cuda": type("NoSleep", (), {})()})
+    with pytest.raises(RuntimeError, match="_sleep"):
+        sb.timed_calls(torch, lambda: None, sb.Timing())
 
 
 def test_timing_flags():
     args = sb.parse_args(["--warmup-time", "0", "--min-time", "1.5", "--repetitions", "5"])
-    assert sb.timing_of(args) == sb.Timing(5, 0.0, 1.5, 5)
+    assert sb.timing_of(args) == sb.Timing(1, 0.0, 1.5, 5)
     assert "5 repetitions of at least 1.5 s of calls" in sb.timing_of(args).text()
     for argv in (["--min-time", "-1"], ["--warmup-time", "nan"], ["--min-time", "100"]):
         with pytest.raises(SystemExit):
