@@ -115,8 +115,8 @@ if [ -n "${FLASHSTEPS_SDPA_ARGS+set}" ] && python3 -c 'import torch' 2> /dev/nul
   gpu_slug=$(python3 -c 'import torch, re; print(re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()).strip("-"))')
   # The commit the benchmarks were built from (a copied tree's .git may be stale).
   commit=$(strings "$(ls "$build"/bin/bench_step* | head -1)" 2> /dev/null | grep -m1 -xE '[0-9a-f]{12}(-dirty)?')
-  # shellcheck disable=SC2086
   mark start sdpa
+  # shellcheck disable=SC2086
   FLASHSTEPS_GIT_COMMIT="${FLASHSTEPS_GIT_COMMIT:-$commit}" timeout "${FLASHSTEPS_SDPA_TIMEOUT:-600}" python3 tools/baselines/sdpa_bench.py --out "$outdir/results/$gpu_slug" $FLASHSTEPS_SDPA_ARGS \
     > "$outdir/sdpa.log" 2>&1 || status=1
   mark end sdpa
