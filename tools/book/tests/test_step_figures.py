@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Tests of the figure generators of steps 02, 04 and 05 (steps/NN_slug/book_figures.py):
-that what they draw obeys the kernels' rules and the chapters' formulas.
+"""Tests of the figure generators of steps 02, 04, 05 and 09 (steps/NN_slug/book_figures.py):
+that what they draw obeys the kernels' rules and the chapters' formulas, or (step 09) the
+measured samples it names.
 
     python3 -m pytest tools/book/tests -q
 
@@ -155,6 +156,7 @@ def test_step05_list_schedule_puts_each_block_on_the_first_free_slot():
     ("04_tensor_cores", {"fragments_nvidia.svg", "fragments_nvidia.md", "fragments_amd.svg", "fragments_amd.md",
                          "cp_async_ring.svg", "cp_async_ring.md"}),
     ("05_causal", {"causal_tiles.svg", "causal_tiles.md"}),
+    ("09_persistent", {"clocks.svg", "clocks.md"}),
 ])
 def test_figures_are_deterministic_and_captioned(step, names, tmp_path):
     pytest.importorskip("matplotlib")
@@ -171,6 +173,28 @@ def test_figures_are_deterministic_and_captioned(step, names, tmp_path):
             assert "when the book was built" in content  # the caption says what it is drawn from
         else:
             assert content.lstrip().startswith(b"<?xml") and b"<svg" in content
+
+
+# ----------------------------------------------------------------------------- step 09
+
+def test_step09_clock_figure_reads_the_runs_samples_and_parts():
+    fig = load("09_persistent")
+    run = REPO / fig.RUN
+    parts = fig.read_parts(run)
+    assert [(who, n) for who, n, _, _ in parts] == [
+        ("step09", 4096), ("cudnn", 4096), ("step09", 8192), ("cudnn", 8192), ("step09", 16384), ("cudnn", 16384)]
+    assert all(0 < end - start < 10 for _, _, start, end in parts)
+    samples = fig.read_samples(run)
+    assert len(samples) == sum(1 for line in (run / "smi.csv").read_text().splitlines()[1:] if line.strip())
+    # Step 09's timing at N = 8192: the samples at over 300 W read about 1710 MHz (the README).
+    start, end = parts[2][2], parts[2][3]
+    hot = sorted(mhz for t, mhz, w in samples if start <= t <= end and w > 300)
+    assert hot and 1650 <= hot[len(hot) // 2] <= 1750
+
+
+def test_step09_clock_figure_without_its_run(tmp_path):
+    files = load("09_persistent").generate(tmp_path, tmp_path, "/x")
+    assert set(files) == {"clocks.md"} and "not measured yet" in files["clocks.md"]
 
 
 # The kernels of steps 05 and 06 spell step 05's two index maps inline (the lesson of step
