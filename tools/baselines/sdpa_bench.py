@@ -768,7 +768,6 @@ def run_backend(torch, backend: Backend, q, k, v, causal: bool, timing: Timing):
             last = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise Unavailable(refusal_reason([str(w.message) for w in caught], last)) from None
     with sdpa_context(torch, backend):
-        # a new output each call, never reused
         times = timed_calls(torch, lambda: sdpa(q, k, v, is_causal=causal), timing)
     return first, times
 
@@ -931,8 +930,9 @@ def compare_same_tensors(torch, args, problems, backends, device, peak) -> int:
         print(f"error: steps {missing} are not in the module (built: {sorted(built)})", file=sys.stderr)
         return 2
     who = [f"step{n:02d}" for n in wanted] + [b.step for b in backends]
+    timing = timing_of(args)
     print(f"Same tensors: FlashSteps steps {wanted} and SDPA {[b.key for b in backends]} on "
-          f"{device['gpu_name']} ({device['gpu_arch']}); TFLOPS (median; {timing_of(args).text()}) and max "
+          f"{device['gpu_name']} ({device['gpu_arch']}); TFLOPS (median; {timing.text()}) and max "
           f"abs error against float64; layout {args.layout}")
     width = max(len(p.name) for p in problems)
     print(f"{'benchmark':<{width}}" + "".join(f"  {w:>22}" for w in who))
@@ -943,9 +943,9 @@ def compare_same_tensors(torch, args, problems, backends, device, peak) -> int:
         ref = reference_rows(torch, q, k, v, p.causal, rows)
         runners = [(f"step{n:02d}", lambda n=n: None if built[n].bench_max_seqlen and
                     p.seqlen > built[n].bench_max_seqlen else
-                    run_step(torch, flashsteps, n, q, k, v, p.causal, timing_of(args)))
+                    run_step(torch, flashsteps, n, q, k, v, p.causal, timing))
                    for n in wanted]
-        runners += [(b.step, lambda b=b: run_backend(torch, b, q, k, v, p.causal, timing_of(args))) for b in backends]
+        runners += [(b.step, lambda b=b: run_backend(torch, b, q, k, v, p.causal, timing)) for b in backends]
         results, cells = [], []
         for name, run in runners:
             entry: dict[str, Any] = {"who": name}
@@ -986,7 +986,7 @@ def compare_same_tensors(torch, args, problems, backends, device, peak) -> int:
         ctx = {**device, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "executable": "tools/baselines/sdpa_bench.py --flashsteps", "flashsteps_backend": flashsteps.backend,
                "steps": {f"step{n:02d}": built[n].summary for n in wanted},
-               "timing": timing_of(args).text(),
+               "timing": timing.text(),
                "check": "one float64 reference on the same tensors, query rows 0, 1, N/3, 2N/3+1, N-1 "
                         "of every (batch, head)"}
         path = args.out / "same-tensors.json"
@@ -1014,9 +1014,10 @@ def main(argv: list[str] | None = None) -> int:
     device, peak = device_context(torch)
     if args.flashsteps is not None:
         return compare_same_tensors(torch, args, problems, backends, device, peak)
+    timing = timing_of(args)
     settings = {"sdpa_layout": args.layout, "sdpa_warmup": str(args.warmup),
                 "sdpa_repetitions": str(args.repetitions), "sdpa_warmup_time_s": str(args.warmup_time),
-                "sdpa_min_time_s": str(args.min_time), "sdpa_timing": timing_of(args).text(),
+                "sdpa_min_time_s": str(args.min_time), "sdpa_timing": timing.text(),
                 "sdpa_check": "off" if args.no_check else
                               "float64 reference, query rows 0, 1, N/3, 2N/3+1, N-1 of every "
                               "(batch, head)"}
@@ -1028,7 +1029,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"PyTorch {torch.__version__} on {device['gpu_name']} ({device['gpu_arch']}, "
           f"{device['runtime_version']}); "
           f"{'TB/s (Q, K, V, O bytes over time)' if args.set == 'decode' else 'TFLOPS'}, "
-          f"median; {timing_of(args).text()}; layout {args.layout}")
+          f"median; {timing.text()}; layout {args.layout}")
     width = max(len(p.name) for p in problems)
     print(f"{'benchmark':<{width}}" + "".join(f"  {b.key:>14}" for b in backends))
     notes: list[str] = []
@@ -1053,7 +1054,7 @@ def main(argv: list[str] | None = None) -> int:
         for b in backends:
             errors, mark = None, " "
             try:
-                out, times = run_backend(torch, b, q, k, v, p.causal, timing_of(args))
+                out, times = run_backend(torch, b, q, k, v, p.causal, timing)
                 if ref is not None:
                     errors = error_counters(torch, out, ref, rows)
             except Unavailable as exc:
