@@ -91,7 +91,7 @@ TEST(Space, EveryHeadDimHasShapesAndTheDefaultsAreAmongThem) {
     const std::vector<step09::TileShape> s = step09::shapes(d);
     ASSERT_FALSE(s.empty()) << "head_dim " << d;
     for (Mask m : {Mask::none, Mask::causal_bottom_right, Mask::causal_top_left}) {
-      for (std::int64_t n : {1, 1024, 1025, 2048, 2049, 16384}) {
+      for (std::int64_t n : {1, 1024, 1025, 2048, 2049, 4096, 4097, 16384}) {
         const step09::TileShape def = step09::default_shape(d, m, n);
         EXPECT_NE(std::find(s.begin(), s.end(), def), s.end()) << def.name();
       }
@@ -103,8 +103,8 @@ TEST(Space, EveryHeadDimHasShapesAndTheDefaultsAreAmongThem) {
     }
   }
   EXPECT_EQ(step09::default_shape(128, Mask::none, 8192).name(), "m128_n176_s2");
-  EXPECT_EQ(step09::default_shape(128, Mask::none, 2049).name(), "m128_n176_s2");
-  EXPECT_EQ(step09::default_shape(128, Mask::none, 2048).name(), "m128_n160_s2");
+  EXPECT_EQ(step09::default_shape(128, Mask::none, 4097).name(), "m128_n176_s2");
+  EXPECT_EQ(step09::default_shape(128, Mask::none, 4096).name(), "m128_n160_s2");
   EXPECT_EQ(step09::default_shape(128, Mask::causal_top_left, 8192).name(), "m128_n128_s2");
   EXPECT_EQ(step09::default_shape(64, Mask::none, 512).name(), "m192_n128_s2");
   EXPECT_EQ(step09::default_shape(64, Mask::causal_bottom_right, 1024).name(), "m192_n64_s4");

@@ -15,7 +15,7 @@
 //     no room for an O buffer; they stage O in the Q buffer, which is then free only once O
 //     has left it
 //   - a configuration space per head dim (wgmma takes N up to 256 in steps of 8): D = 128
-//     full problems take 176-key tiles (160 up to 2048 keys), causal ones 128; D = 64 three
+//     full problems take 176-key tiles (160 up to 4096 keys), causal ones 128; D = 64 three
 //     consumers with 128-key tiles (64-key ones on causal problems of at most 1024 keys)
 //     (shapes(), default_shape(); the environment's FLASHSTEPS_STEP09_SHAPE forces one on
 //     every call, for measurements;
@@ -610,14 +610,14 @@ std::vector<TileShape> shapes(int head_dim) {
 // Measured on the H200 (bf16, N 1024-8192, results/nvidia-h200/runs/step09-shapes-*,
 // step09-softmax-levers-* and step09-epilogue-levers-*): at D = 128 the 176-key tiles gain
 // 0-5% on full problems and lose up to 9% on short causal ones; on full problems of at most
-// 2048 keys 160-key tiles, whose O buffer lets the next Q load early, are 0.7-2.9% ahead of
+// 4096 keys 160-key tiles, whose O buffer lets the next Q load early, are 0.7-2.9% ahead of
 // them (1% behind at 8192 keys); at D = 64 three consumers with 128-key tiles gain 3-12%
 // over two (full) and over 64-key tiles (causal), except on causal problems of at most 1024
 // keys, where the 64-key tiles hide fewer masked keys on the diagonal and stay 3% ahead.
 TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k) {
   if (head_dim == 64) return mask != Mask::none && seqlen_k <= 1024 ? TileShape{192, 64, 4} : TileShape{192, 128, 2};
   if (mask != Mask::none) return TileShape{128, 128, 2};
-  return seqlen_k <= 2048 ? TileShape{128, 160, 2} : TileShape{128, 176, 2};
+  return seqlen_k <= 4096 ? TileShape{128, 160, 2} : TileShape{128, 176, 2};
 }
 // [end:default_shape]
 
