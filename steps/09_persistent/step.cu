@@ -32,13 +32,12 @@
 // at D = 64 a block of three consumers shares each K/V tile among 192 query rows, the row
 // sums no longer wait for the last exponent, and, where O has a buffer of its own (every
 // shape but 128 x 176), the next work tile's Q no longer waits for this one's O to leave.
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 619 TFLOP/s
-// (results/nvidia-h200/step09.json, commit 1633116).
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 614 TFLOP/s
+// (results/nvidia-h200/step09.json, commit 08a9377).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
-// run: faster than step 08 at every point but one, where they are equal; at or above cuDNN
-// on a few problems, most of them D = 64 full ones, and short of it on the others, which the
-// course's goal asks to pass; cuDNN was timed in short bursts at a higher clock, and at equal
-// clocks the two match on long full problems (the chapter's "Which clock each number ran at").
+// run and timed by the same loop: faster than step 08 at every point; at or above cuDNN at
+// half the points, most of them the longest problems, and short of it on shorter ones (most
+// on the shortest causal ones), which the course's goal asks to pass.
 // Limits: as step 08: fp16/bf16; head_dim a multiple of 8 up to 128 (compiled for 64 and 128,
 // others zero-padded by TMA); 16-byte aligned tensors and strides; sm_90 (H100/H200) only.
 // Chapter: book/steps/09_persistent.md

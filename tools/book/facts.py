@@ -92,14 +92,14 @@ CAUSAL_TARGET = {"step": "05", "versus": "04", "seqlen": 8192, "head_dims": (64,
 # Goals of a step against another measured step or baseline, judged at every attention
 # benchmark both ran from min_seqlen on: step 07 (TMA + wgmma) at least 1.2x step 06, and
 # its standing against PyTorch SDPA's cuDNN backend (no goal: steps 08-09 are to pass it).
-# Steps 06-09 and SDPA (flash, cuDNN) were measured in one run at commit 99566c1 (fp16/bf16,
-# D 64/128, N 512-16384, full/causal, and MiniLM): steps 07 and 08 are judged on it.
-SAME_RUN = "steps06-09-99566c1"
-# Step 09 changed after that run (O rescaled inside the turn, three consumers with 128-key
-# tiles at D = 64, the row sums beside the exponents, an O buffer and 160-key tiles): steps 08
-# and 09 and SDPA (flash, cuDNN) were measured again in one run at commit 1633116, the whole
-# standard set, and step 09 is judged on that run.
-SAME_RUN_09 = "steps08-09-1633116"
+# Steps 06-09 and SDPA (flash, cuDNN) were measured in one run at commit 08a9377 (fp16/bf16,
+# D 64/128, N 512-16384, full/causal, and MiniLM), SDPA timed by the steps' own loop
+# (tools/baselines/sdpa_bench.py timed_calls()), so that both run at the same duty cycle and
+# clock regime: every step and both baselines are published from it and judged on it.
+# (The sets before it, steps06-09-99566c1 and steps08-09-1633116, timed SDPA in 20-call
+# bursts; runs/clock-regimes-77478c1/ shows what that did to cuDNN's clock.)
+SAME_RUN = "steps06-09-08a9377"
+SAME_RUN_09 = SAME_RUN
 VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024, "run": SAME_RUN},
                  "cudnn": {"versus": "sdpa-cudnn", "goal": None, "min_seqlen": 1024, "run": SAME_RUN}},
           # Step 08 against step 07 in the same run: the goal is set at bf16, D = 128,
