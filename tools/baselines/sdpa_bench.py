@@ -38,9 +38,11 @@ repetitions of at least ``--min-time`` seconds; TFLOPS comes from the median of 
 repetitions' times per call. The same loop, not only the same counts: the GPU lowers its
 clock under sustained load, and how far depends on how much of the time it computes (an
 H200 ran step 09's longest problems at about 1710 MHz and SDPA's earlier bursts of 20
-back-to-back calls at 1980 MHz: results/nvidia-h200/runs/clock-regimes-77478c1).  Q, K, V and O of a
-standard problem fill 256 MiB, several times an L2, so the inputs are not rotated as
-ours are.
+back-to-back calls at 1980 MHz: results/nvidia-h200/runs/clock-regimes-77478c1).  The timed
+calls rotate over copies of Q, K and V, as ours do, when one set would sit in L2 (rotated():
+the MiniLM problem and the smaller decode caches; Q, K, V and O of a standard problem fill
+256 MiB, several times an L2, and get no copy). Files made before that rotation (the
+published ones up to commit 08a9377) timed every call on the same tensors.
 ``--set decode`` times the decode set instead (``decode_problems()`` of problem.h, what
 ``bench_stepNN --set decode`` times): Nq = 1 against a K/V cache of Nk = 1024 ... 65536 keys,
 B = 1, 8 and 32, Hq = 32 with Hkv = 8 (GQA, passed with ``enable_gqa=True``) and Hkv = 32,
@@ -73,6 +75,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import math
 import os
@@ -731,9 +734,31 @@ def error_counters(torch, out, ref, rows: list[int]) -> dict[str, float]:
             "_max_abs_ref": float(ref.abs().max())}
 
 
+def copies_against_l2(set_bytes: float, l2_bytes: int) -> int:
+    """How many sets of inputs the timed calls rotate over so that consecutive calls find none
+    of theirs in L2: enough that the sets exceed twice the L2, at most 64 (the benchmark's rule,
+    bench/bench_attention.cu, with Q, K, V and O as its bytes). 1 when the L2 is unknown."""
+    if l2_bytes <= 0:
+        return 1
+    return int(min(64.0, math.ceil(2.0 * l2_bytes / max(set_bytes, 1.0))))
+
+
+def rotated(torch, call, q, k, v):
+    """``call`` wrapped to take, at each call, the next of enough copies of q, k and v that
+    they do not sit in L2 (copies_against_l2; copies keep the strides, so the layout holds).
+    The first set is the caller's tensors."""
+    props = torch.cuda.get_device_properties(q.device)
+    set_bytes = sum(t.numel() * t.element_size() for t in (q, k, v)) + q.numel() * q.element_size()
+    n = copies_against_l2(set_bytes, int(getattr(props, "L2_cache_size", 0) or 0))
+    sets = [(q, k, v)] + [(q.clone(), k.clone(), v.clone()) for _ in range(n - 1)]
+    turn = itertools.cycle(sets)
+    return lambda: call(*next(turn))
+
+
 def run_backend(torch, backend: Backend, q, k, v, causal: bool, timing: Timing):
-    """One checked call, then timed_calls(). Returns (first output, times in ms). Raises
-    Unavailable when SDPA refuses the backend for these inputs."""
+    """One checked call, then timed_calls() over rotated() copies of the inputs, as the
+    benchmark rotates a step's. Returns (first output, times in ms). Raises Unavailable when
+    SDPA refuses the backend for these inputs."""
     base_sdpa = torch.nn.functional.scaled_dot_product_attention
     # is_causal=True is SDPA's top-left causal mask; for Nq = Nk it is the same as the
     # bottom-right mask of the standard set (Mask::causal_bottom_right). Nq < Nk (chunked
@@ -768,7 +793,7 @@ def run_backend(torch, backend: Backend, q, k, v, causal: bool, timing: Timing):
             last = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise Unavailable(refusal_reason([str(w.message) for w in caught], last)) from None
     with sdpa_context(torch, backend):
-        times = timed_calls(torch, lambda: sdpa(q, k, v, is_causal=causal), timing)
+        times = timed_calls(torch, rotated(torch, lambda q, k, v: sdpa(q, k, v, is_causal=causal), q, k, v), timing)
     return first, times
 
 
@@ -912,7 +937,8 @@ def run_step(torch, flashsteps, step: int, q, k, v, causal: bool, timing: Timing
         raise Unavailable(f"step {step:02d}: {exc}") from None
     except torch.cuda.OutOfMemoryError as exc:
         raise Unavailable(f"out of memory: {str(exc).splitlines()[0]}") from None
-    return first, timed_calls(torch, lambda: flashsteps.attention(q, k, v, step=step, causal=causal), timing)
+    call = rotated(torch, lambda q, k, v: flashsteps.attention(q, k, v, step=step, causal=causal), q, k, v)
+    return first, timed_calls(torch, call, timing)
 
 
 def compare_same_tensors(torch, args, problems, backends, device, peak) -> int:

@@ -502,3 +502,45 @@ def test_timing_flags():
     for argv in (["--min-time", "-1"], ["--warmup-time", "nan"], ["--min-time", "100"]):
         with pytest.raises(SystemExit):
             sb.parse_args(argv)
+
+
+# --- inputs rotated past L2 ----------------------------------------------------------------
+
+@pytest.mark.parametrize("set_bytes,l2,copies", [
+    (256 * 2**20, 60 * 2**20, 1),     # a standard problem: Q, K, V and O far past the L2
+    (1.8e6, 60 * 2**20, 64),          # MiniLM: capped at 64
+    (40 * 2**20, 60 * 2**20, 3),      # ceil(2 * 60 / 40)
+    (1000, 0, 1),                     # L2 unknown: no copies
+])
+def test_copies_against_l2_is_the_benchmarks_rule(set_bytes, l2, copies):
+    assert sb.copies_against_l2(set_bytes, l2) == copies
+
+
+class _Tensor:
+    """What rotated() reads of a tensor: its size, its device, clone()."""
+
+    def __init__(self, elems: int, name: str):
+        self.elems, self.name, self.device = elems, name, 0
+
+    def numel(self):
+        return self.elems
+
+    def element_size(self):
+        return 2
+
+    def clone(self):
+        return _Tensor(self.elems, self.name + "'")
+
+
+def test_rotated_cycles_over_copies_starting_with_the_callers(monkeypatch):
+    props = type("Props", (), {"L2_cache_size": 2000})
+    cuda = type("Cuda", (), {"get_device_properties": staticmethod(lambda dev: props)})
+    torch = type("FakeTorch", (), {"cuda": cuda})
+    q, k, v = _Tensor(250, "q"), _Tensor(250, "k"), _Tensor(250, "v")  # 2000 bytes with O, twice the L2: 2 sets
+    seen = []
+    call = sb.rotated(torch, lambda q, k, v: seen.append((q, k, v)), q, k, v)
+    for _ in range(5):
+        call()
+    assert seen[0] == (q, k, v) and seen[2] == (q, k, v) and seen[4] == (q, k, v)
+    assert seen[1][0] is not q and seen[1][0].name == "q'" and seen[3] == seen[1]
+    assert [t.name for t in seen[1]] == ["q'", "k'", "v'"]
