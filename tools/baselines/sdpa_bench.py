@@ -40,9 +40,10 @@ clock under sustained load, and how far depends on how much of the time it compu
 H200 ran step 09's longest problems at about 1710 MHz and SDPA's earlier bursts of 20
 back-to-back calls at 1980 MHz: results/nvidia-h200/runs/clock-regimes-77478c1).  The timed
 calls rotate over copies of Q, K and V, as ours do, when one set would sit in L2 (rotated():
-the MiniLM problem and the smaller decode caches; Q, K, V and O of a standard problem fill
-256 MiB, several times an L2, and get no copy). Files made before that rotation (the
-published ones up to commit 08a9377) timed every call on the same tensors.
+a set under twice the L2: the MiniLM problem and the smaller decode caches; O is rotated
+with them; Q, K, V and O of a standard problem fill 256 MiB, several times an L2, and get no
+copy; ``sdpa_inputs`` in a file's context says so). Files made before that rotation (the
+published ones up to commit 08a9377, without the key) timed every call on the same tensors.
 ``--set decode`` times the decode set instead (``decode_problems()`` of problem.h, what
 ``bench_stepNN --set decode`` times): Nq = 1 against a K/V cache of Nk = 1024 ... 65536 keys,
 B = 1, 8 and 32, Hq = 32 with Hkv = 8 (GQA, passed with ``enable_gqa=True``) and Hkv = 32,
@@ -735,24 +736,47 @@ def error_counters(torch, out, ref, rows: list[int]) -> dict[str, float]:
 
 
 def copies_against_l2(set_bytes: float, l2_bytes: int) -> int:
-    """How many sets of inputs the timed calls rotate over so that consecutive calls find none
-    of theirs in L2: enough that the sets exceed twice the L2, at most 64 (the benchmark's rule,
-    bench/bench_attention.cu, with Q, K, V and O as its bytes). 1 when the L2 is unknown."""
+    """How many sets of tensors the timed calls rotate over so that consecutive calls find none
+    of theirs in L2: enough that the sets together reach twice the L2, at most 64 (the
+    benchmark's rule, bench/bench_attention.cu, whose bytes are attention_min_bytes(): Q, K,
+    V, O and the LSE). 1 when the L2 is unknown."""
     if l2_bytes <= 0:
         return 1
     return int(min(64.0, math.ceil(2.0 * l2_bytes / max(set_bytes, 1.0))))
 
 
+INPUTS_ROTATED = ("the timed calls rotate over copies of Q, K, V and O until the copies reach twice the "
+                  "L2 (at most 64; bench_stepNN's rule, attention_min_bytes)")
+
+
 def rotated(torch, call, q, k, v):
     """``call`` wrapped to take, at each call, the next of enough copies of q, k and v that
-    they do not sit in L2 (copies_against_l2; copies keep the strides, so the layout holds).
-    The first set is the caller's tensors."""
+    they do not sit in L2 (copies_against_l2 on the benchmark's bytes: Q, K, V, O and a float32
+    LSE per query row; copies keep the strides, so the layout holds), and to keep each copy's
+    output until that copy's next call, so that the allocator hands the call the memory of the
+    output n calls back and O rotates too. The first set is the caller's tensors. Returns the
+    wrapped call and n. Raises Unavailable when the copies do not fit."""
     props = torch.cuda.get_device_properties(q.device)
-    set_bytes = sum(t.numel() * t.element_size() for t in (q, k, v)) + q.numel() * q.element_size()
-    n = copies_against_l2(set_bytes, int(getattr(props, "L2_cache_size", 0) or 0))
-    sets = [(q, k, v)] + [(q.clone(), k.clone(), v.clone()) for _ in range(n - 1)]
-    turn = itertools.cycle(sets)
-    return lambda: call(*next(turn))
+    set_bytes = (sum(t.numel() * t.element_size() for t in (q, k, v)) + q.numel() * q.element_size()
+                 + 4 * q.shape[0] * q.shape[1] * q.shape[2])  # [B, H, N, D] views: the LSE
+    l2 = int(getattr(props, "L2_cache_size", 0) or 0)
+    if l2 <= 0:
+        print("warning: the GPU's L2 size is unknown; SDPA's inputs are not rotated", file=sys.stderr)
+    n = copies_against_l2(set_bytes, l2)
+    try:
+        sets = [(q, k, v)] + [(q.clone(), k.clone(), v.clone()) for _ in range(n - 1)]
+    except RuntimeError as exc:  # torch.cuda.OutOfMemoryError is one
+        raise Unavailable(f"out of memory for {n} copies of the inputs: {str(exc).splitlines()[0]}") from None
+    outputs: list[Any] = [None] * n
+    turn = itertools.cycle(range(n))
+
+    def next_call():
+        i = next(turn)
+        outputs[i] = None  # freed first, so this call's output takes its memory
+        outputs[i] = call(*sets[i])
+        return outputs[i]
+
+    return next_call, n
 
 
 def run_backend(torch, backend: Backend, q, k, v, causal: bool, timing: Timing):
@@ -793,7 +817,8 @@ def run_backend(torch, backend: Backend, q, k, v, causal: bool, timing: Timing):
             last = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise Unavailable(refusal_reason([str(w.message) for w in caught], last)) from None
     with sdpa_context(torch, backend):
-        times = timed_calls(torch, rotated(torch, lambda q, k, v: sdpa(q, k, v, is_causal=causal), q, k, v), timing)
+        call, _ = rotated(torch, lambda q, k, v: sdpa(q, k, v, is_causal=causal), q, k, v)
+        times = timed_calls(torch, call, timing)
     return first, times
 
 
@@ -853,7 +878,10 @@ def timed_calls(torch, call, timing: Timing) -> list[float]:
     one batch (Python queues an SDPA call more slowly than the benchmark queues a step's, and
     without it the events would time the host); the three sizing calls and every single call
     of 1 ms or more also wait, 0.5 ms and 0.05 ms (the benchmark times their launch, a few
-    microseconds, and Python's is longer)."""
+    microseconds, and Python's is longer). And one that is not: ``call`` may rotate its
+    inputs (rotated()), so the three sizing calls take the first three copies, where the
+    benchmark times all three on its first (on the problems that rotate, calls of a few
+    microseconds, the batch is 64 either way)."""
     if not hasattr(torch.cuda, "_sleep"):
         raise RuntimeError("torch.cuda._sleep is missing: sdpa_bench.py needs it to queue each batch "
                            "of calls behind a GPU wait, as bench_stepNN does")
@@ -864,7 +892,7 @@ def timed_calls(torch, call, timing: Timing) -> list[float]:
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(n):
-            call()  # a new output each call, never reused
+            call()  # its output is kept or dropped by the call (rotated())
         stop.record()
         stop.synchronize()
         return start.elapsed_time(stop)
@@ -937,7 +965,7 @@ def run_step(torch, flashsteps, step: int, q, k, v, causal: bool, timing: Timing
         raise Unavailable(f"step {step:02d}: {exc}") from None
     except torch.cuda.OutOfMemoryError as exc:
         raise Unavailable(f"out of memory: {str(exc).splitlines()[0]}") from None
-    call = rotated(torch, lambda q, k, v: flashsteps.attention(q, k, v, step=step, causal=causal), q, k, v)
+    call, _ = rotated(torch, lambda q, k, v: flashsteps.attention(q, k, v, step=step, causal=causal), q, k, v)
     return first, timed_calls(torch, call, timing)
 
 
@@ -1012,7 +1040,7 @@ def compare_same_tensors(torch, args, problems, backends, device, peak) -> int:
         ctx = {**device, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "executable": "tools/baselines/sdpa_bench.py --flashsteps", "flashsteps_backend": flashsteps.backend,
                "steps": {f"step{n:02d}": built[n].summary for n in wanted},
-               "timing": timing.text(),
+               "timing": timing.text(), "inputs": INPUTS_ROTATED,
                "check": "one float64 reference on the same tensors, query rows 0, 1, N/3, 2N/3+1, N-1 "
                         "of every (batch, head)"}
         path = args.out / "same-tensors.json"
@@ -1044,6 +1072,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = {"sdpa_layout": args.layout, "sdpa_warmup": str(args.warmup),
                 "sdpa_repetitions": str(args.repetitions), "sdpa_warmup_time_s": str(args.warmup_time),
                 "sdpa_min_time_s": str(args.min_time), "sdpa_timing": timing.text(),
+                "sdpa_inputs": INPUTS_ROTATED,
                 "sdpa_check": "off" if args.no_check else
                               "float64 reference, query rows 0, 1, N/3, 2N/3+1, N-1 of every "
                               "(batch, head)"}

@@ -49,7 +49,7 @@ SAME = ("git_commit", "gpu_vendor", "gpu_name", "gpu_arch", "sm_count", "host_na
         "flashsteps_step", "flashsteps_step_name", "flashsteps_baseline", "flashsteps_bench_set",
         "flashsteps_num_splits", "flashsteps_split_sweep", "flashsteps_decode_check",
         "sdpa_backend", "sdpa_layout", "sdpa_warmup", "sdpa_reps", "sdpa_repetitions",
-        "sdpa_warmup_time_s", "sdpa_min_time_s", "sdpa_timing", "library_build_type")
+        "sdpa_warmup_time_s", "sdpa_min_time_s", "sdpa_timing", "sdpa_inputs", "library_build_type")
 MERGED_KEY = "flashsteps_merged_parts"
 
 

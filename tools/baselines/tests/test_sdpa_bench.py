@@ -508,7 +508,8 @@ def test_timing_flags():
 
 @pytest.mark.parametrize("set_bytes,l2,copies", [
     (256 * 2**20, 60 * 2**20, 1),     # a standard problem: Q, K, V and O far past the L2
-    (1.8e6, 60 * 2**20, 64),          # MiniLM: capped at 64
+    (2.36e6, 60 * 2**20, 54),         # MiniLM with O and the LSE: ceil(2 * 60 MiB / 2.36 MB)
+    (1000, 60 * 2**20, 64),           # capped at 64
     (40 * 2**20, 60 * 2**20, 3),      # ceil(2 * 60 / 40)
     (1000, 0, 1),                     # L2 unknown: no copies
 ])
@@ -517,30 +518,60 @@ def test_copies_against_l2_is_the_benchmarks_rule(set_bytes, l2, copies):
 
 
 class _Tensor:
-    """What rotated() reads of a tensor: its size, its device, clone()."""
+    """What rotated() reads of a [B, H, N, D] tensor: its shape, size and device, clone()."""
 
-    def __init__(self, elems: int, name: str):
-        self.elems, self.name, self.device = elems, name, 0
+    def __init__(self, shape: tuple[int, ...], name: str):
+        self.shape, self.name, self.device = shape, name, 0
 
     def numel(self):
-        return self.elems
+        return math.prod(self.shape)
 
     def element_size(self):
         return 2
 
     def clone(self):
-        return _Tensor(self.elems, self.name + "'")
+        return _Tensor(self.shape, self.name + "'")
 
 
-def test_rotated_cycles_over_copies_starting_with_the_callers(monkeypatch):
-    props = type("Props", (), {"L2_cache_size": 2000})
+def _rotated(l2: int, shape=(1, 1, 50, 5)):
+    props = type("Props", (), {"L2_cache_size": l2})
     cuda = type("Cuda", (), {"get_device_properties": staticmethod(lambda dev: props)})
-    torch = type("FakeTorch", (), {"cuda": cuda})
-    q, k, v = _Tensor(250, "q"), _Tensor(250, "k"), _Tensor(250, "v")  # 2000 bytes with O, twice the L2: 2 sets
+    q, k, v = (_Tensor(shape, n) for n in "qkv")
     seen = []
-    call = sb.rotated(torch, lambda q, k, v: seen.append((q, k, v)), q, k, v)
-    for _ in range(5):
-        call()
-    assert seen[0] == (q, k, v) and seen[2] == (q, k, v) and seen[4] == (q, k, v)
-    assert seen[1][0] is not q and seen[1][0].name == "q'" and seen[3] == seen[1]
-    assert [t.name for t in seen[1]] == ["q'", "k'", "v'"]
+
+    class Output:  # what a call returns; weakly referable, and held by nobody else here
+        pass
+
+    def call(q, k, v):
+        seen.append((q, k, v))
+        return Output()
+
+    wrapped, n = sb.rotated(type("FakeTorch", (), {"cuda": cuda}), call, q, k, v)
+    return wrapped, n, (q, k, v), seen
+
+
+def test_rotated_counts_the_benchmarks_bytes():
+    # Q, K, V and O of 250 two-byte elements each, and a 4-byte LSE for each of 50 rows: 2200.
+    assert _rotated(l2=2200)[1] == 2      # two sets reach twice the L2 (without the LSE: three)
+    assert _rotated(l2=2201)[1] == 3      # a byte more: three
+
+
+def test_rotated_cycles_over_copies_starting_with_the_callers():
+    wrapped, n, qkv, seen = _rotated(l2=2200)
+    outs = [wrapped() for _ in range(5)]
+    assert n == 2
+    assert seen[0] == qkv and seen[2] == qkv and seen[4] == qkv
+    assert seen[1][0] is not qkv[0] and [t.name for t in seen[1]] == ["q'", "k'", "v'"] and seen[3] == seen[1]
+    assert len(set(map(id, outs))) == 5   # each call's own output, returned
+
+
+def test_rotated_keeps_each_copys_output_until_its_next_call():
+    """The output of a copy lives until that copy runs again, so the allocator cannot give the
+    next call the memory of the previous one: O rotates with the inputs."""
+    import weakref
+    wrapped, n, _, _ = _rotated(l2=2200)
+    assert n == 2
+    made = [weakref.ref(wrapped()) for _ in range(3)]
+    # After three calls: the first output was dropped when copy 0 ran again; the second and
+    # the third are still held.
+    assert [r() is None for r in made] == [True, False, False]
