@@ -291,7 +291,19 @@ def test_timing_batches_fact(tmp_path):
         (root / synth.GPU / f"step{step}.json").write_text(json.dumps(data))
     text = rendered.prose(rendered.values(fr.load_results(root)))
     assert "the results of step 03 were timed one call per event pair" in text
-    assert "those of step 04 with it, 1 to 3 calls per event pair" in text
+    assert "those of step 04 in batches, 1 to 3 calls per event pair" in text
+
+
+def test_timing_batches_fact_when_every_step_is_batched(tmp_path):
+    root = tmp_path / "r"
+    (root / synth.GPU).mkdir(parents=True)
+    data = synth.bench_json("04", attention_entries())
+    for i, b in enumerate(data["benchmarks"]):
+        b["calls_per_timing"] = 1 + i % 3
+    (root / synth.GPU / "step04.json").write_text(json.dumps(data))
+    text = rendered.prose(rendered.values(fr.load_results(root)))
+    assert "the results of step 04 in batches, 1 to 3 calls per event pair" in text
+    assert "one call per event pair" not in text
 
 
 def test_gemm_and_ceiling_facts(tmp_path):
