@@ -99,7 +99,6 @@ CAUSAL_TARGET = {"step": "05", "versus": "04", "seqlen": 8192, "head_dims": (64,
 # (The sets before it, steps06-09-99566c1 and steps08-09-1633116, timed SDPA in 20-call
 # bursts; runs/clock-regimes-77478c1/ shows what that did to cuDNN's clock.)
 SAME_RUN = "steps06-09-08a9377"
-SAME_RUN_09 = SAME_RUN
 VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024, "run": SAME_RUN},
                  "cudnn": {"versus": "sdpa-cudnn", "goal": None, "min_seqlen": 1024, "run": SAME_RUN}},
           # Step 08 against step 07 in the same run: the goal is set at bf16, D = 128,
@@ -107,8 +106,8 @@ VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024, "run"
           "08": {"base": {"versus": "07", "goal": 1.15, "min_seqlen": 512, "run": SAME_RUN}},
           # Step 09: against step 08 (no goal of its own), and the course's goal for its last
           # Hopper step, at least SDPA's cuDNN backend at every point from N = 1024.
-          "09": {"base": {"versus": "08", "goal": None, "min_seqlen": 1024, "run": SAME_RUN_09},
-                 "cudnn": {"versus": "sdpa-cudnn", "goal": 1.0, "min_seqlen": 1024, "run": SAME_RUN_09}}}
+          "09": {"base": {"versus": "08", "goal": None, "min_seqlen": 1024, "run": SAME_RUN},
+                 "cudnn": {"versus": "sdpa-cudnn", "goal": 1.0, "min_seqlen": 1024, "run": SAME_RUN}}}
 # The heuristic() shapes of a tuned step on NVIDIA, per compiled head dim: step 05's fixed
 # ones (tools/book/tests/test_search_space.py checks them against the step's source). They
 # are FlashAttention-2's at D = 32, 96 and 128 only; see FA2_SHAPES.
