@@ -4,7 +4,8 @@
 // the float64 reference (ragged and multi-tile seqlens, more work tiles than SMs so that a
 // persistent block walks several, among them tiles that see no key and tiles whose last
 // consumer has no rows, both causal alignments with Nq != Nk both ways, GQA, a
-// padded head dim, the BSHD layout). Linked into test_step09 beside the conformance suite.
+// padded head dim, the BSHD layout, masked query tiles that start before row 0). Linked into
+// test_step09 beside the conformance suite.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,6 +53,14 @@ std::vector<ShapeCase> shape_cases() {
       // whose last consumer has no rows: every way a consumer releases Q.
       cases.push_back({s, make(2, 24, 2, 1000, 680, d, DType::bf16, Mask::causal_bottom_right)});
       cases.push_back({s, make(2, 24, 2, 1050, 1000, d, DType::f16, Mask::none)});
+      // Masked problems align their query tiles to the last row (work_tile()): the first tile
+      // starts before row 0 by whole consumers, which then load zeros, see no key and store
+      // nothing. One row (BLOCK_M 128: one consumer before row 0; 192: two), 65 rows (one
+      // consumer before row 0, the last with one row) and 1024 (192: the first tile's two
+      // first consumers before row 0 in every head; 128: no shift).
+      cases.push_back({s, make(1, 2, 2, 1, 1, d, DType::bf16, Mask::causal_top_left)});
+      cases.push_back({s, make(1, 2, 2, 65, 65, d, DType::f16, Mask::causal_bottom_right)});
+      cases.push_back({s, make(2, 8, 2, 1024, 1024, d, DType::bf16, Mask::causal_top_left)});
     }
   return cases;
 }
@@ -107,7 +116,7 @@ TEST(Space, EveryHeadDimHasShapesAndTheDefaultsAreAmongThem) {
   EXPECT_EQ(step09::default_shape(128, Mask::none, 4096).name(), "m128_n160_s2");
   EXPECT_EQ(step09::default_shape(128, Mask::causal_top_left, 8192).name(), "m128_n128_s2");
   EXPECT_EQ(step09::default_shape(64, Mask::none, 512).name(), "m192_n128_s2");
-  EXPECT_EQ(step09::default_shape(64, Mask::causal_bottom_right, 1024).name(), "m192_n64_s4");
+  EXPECT_EQ(step09::default_shape(64, Mask::causal_bottom_right, 1024).name(), "m192_n128_s2");
   EXPECT_EQ(step09::default_shape(64, Mask::causal_bottom_right, 1025).name(), "m192_n128_s2");
   EXPECT_TRUE(step09::shapes(96).empty());
   EXPECT_FALSE(step09::TileShape::parse("m128_n176").has_value());

@@ -16,7 +16,7 @@
 //     has left it
 //   - a configuration space per head dim (wgmma takes N up to 256 in steps of 8): D = 128
 //     full problems take 176-key tiles (160 up to 4096 keys), causal ones 128; D = 64 three
-//     consumers with 128-key tiles (64-key ones on causal problems of at most 1024 keys)
+//     consumers with 128-key tiles
 //     (shapes(), default_shape(); the environment's FLASHSTEPS_STEP09_SHAPE forces one on
 //     every call, for measurements;
 //     attention_forward_with() forces one per call, for the tests)
@@ -25,7 +25,11 @@
 //     where it delayed the next turn
 //   - the row sums of P are added in four chains per row as the exponents arrive, filling the
 //     gaps between a warp's ex2.approx instructions, instead of as a tree after them
-//   - the producer, the consumers' ping-pong and the rest of the softmax are step 08's
+//   - only the batches S(j) + P V(j - 1) take ping-pong turns: a work tile's first S and last
+//     P V go outside the ring (FlashAttention-3's order), and the ring runs on across tiles
+//   - masked problems align their query tiles to the last row: a tile padded past Nq is the
+//     first and lightest, not the last and heaviest
+//   - the producer and the rest of the softmax are step 08's
 // Why it is faster: a block pays for its start (barriers, the first Q and K in flight) once
 // per SM instead of once per tile, the next tile's first K loads while this one ends, a
 // 176-key tile issues 38% more tensor work per hand-over and per barrier than a 128-key one,
@@ -111,7 +115,11 @@ struct TileConfig {
 // of gridDim.x tiles, back and forth: block i takes position i of waves 0, 2, 4, ... and
 // position gridDim.x - 1 - i of waves 1, 3, ..., so that the block with a wave's heaviest
 // causal tile gets the next wave's lightest (dealt in one direction only, block 0 would get
-// the heaviest of every wave).
+// the heaviest of every wave). With a mask, the query tiles are aligned to the last row
+// instead of the first: shifted back by whole consumers (64 rows) as far as the padding past
+// Nq allows, so that the rows a tile lacks are missing from the first, lightest tile (its
+// first consumers start before row 0 and have nothing to do) rather than from the last and
+// heaviest, where idle consumers would wait on the one with the longest row of keys.
 __device__ __forceinline__ std::int64_t dealt_tile(std::int64_t wave) {
   return wave * gridDim.x + (wave % 2 == 0 ? blockIdx.x : gridDim.x - 1 - blockIdx.x);
 }
@@ -131,7 +139,8 @@ __device__ __forceinline__ WorkTile work_tile(const Params<T>& p, std::int64_t t
     m_tile = t % p.m_tiles;
   }
   w.b = w.bh / p.Hq, w.h = w.bh % p.Hq, w.hk = w.h / (p.Hq / p.Hkv);
-  w.m0 = m_tile * BLOCK_M;
+  const std::int64_t shift = p.mask == Mask::none ? 0 : (std::int64_t{p.m_tiles} * BLOCK_M - p.Nq) / 64 * 64;
+  w.m0 = m_tile * BLOCK_M - shift;  // may be negative: TMA fills the rows before row 0 with zeros
   const std::int64_t last_row = (w.m0 + BLOCK_M < p.Nq ? w.m0 + BLOCK_M : p.Nq) - 1;
   w.n_tiles = (last_visible_key(p.mask, last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N;
   return w;
@@ -237,17 +246,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   sm90::setmaxnreg_inc<Cfg::kConsumerRegs>();
   // [end:producer]
 
-  // Ping-pong, as step 08: consumer c (0 .. CONSUMERS - 1) issues its GEMMs only after named
+  // Ping-pong: consumer c (0 .. CONSUMERS - 1) issues a batch of GEMMs only after named
   // barrier 1 + c has seen consumer c - 1 (cyclically) issue its own, and then lets consumer
-  // c + 1 go. Every consumer takes n_tiles + 1 turns per work tile (its own tiles, its last
-  // P V, and an empty turn per tile it skips); the last consumer starts the ring at every work
-  // tile and does not pass on its last turn (nobody waits for it).
+  // c + 1 go. New against step 08: only the batches S(j) + P V(j - 1) take turns; a work
+  // tile's first S and last P V are issued outside the ring (FlashAttention-3's order), so a
+  // consumer that has finished its epilogue starts the next work tile without waiting for the
+  // others to finish theirs. Every consumer takes n_tiles - 1 turns per work tile (one per
+  // batch, and an empty one per tile it skips), so the ring, started once by the last
+  // consumer, runs on across work tiles; its last arrival is left unanswered when the block
+  // ends.
   const int consumer = wg - 1;
   auto my_turn = [&] { sm90::named_barrier_sync(1 + consumer, 2 * sm90::kWarpgroupThreads); };
-  auto next_turn = [&](bool last_batch) {
-    if (!(last_batch && consumer == CONSUMERS - 1))
-      sm90::named_barrier_arrive(1 + (consumer + 1) % CONSUMERS, 2 * sm90::kWarpgroupThreads);
-  };
+  auto next_turn = [&] { sm90::named_barrier_arrive(1 + (consumer + 1) % CONSUMERS, 2 * sm90::kWarpgroupThreads); };
+  if (consumer == CONSUMERS - 1) sm90::named_barrier_arrive(1, 2 * sm90::kWarpgroupThreads);
   const int r0 = 64 * consumer + 16 * warp + lane / 4;                       // row within the block
   // This warpgroup's 64 rows of Q, as the A operand of S = Q K^T.
   const std::uint64_t q_desc = sm90::desc_k_major(sm90::smem_u32(Q_smem) + 64 * consumer * 128);
@@ -258,13 +269,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     if (t >= work_tiles) continue;
     const WorkTile w = work_tile<BLOCK_M, BLOCK_N>(p, t);
     const std::int64_t m0 = w.m0, n_tiles = w.n_tiles;
-    // This consumer's share of the tile, as step 08.
+    // This consumer's share of the tile, as step 08; none where its rows lie before row 0
+    // (the first tile of a masked problem, see work_tile()) or past the last.
     const std::int64_t wg_row0 = m0 + 64 * consumer, wg_last_row = (wg_row0 + 64 < p.Nq ? wg_row0 + 64 : p.Nq) - 1;
+    const bool wg_has_rows = wg_row0 >= 0 && wg_row0 < p.Nq;
     const std::int64_t wg_tiles =
-        wg_row0 >= p.Nq ? 0 : (last_visible_key(p.mask, wg_last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N;
+        wg_has_rows ? (last_visible_key(p.mask, wg_last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N : 0;
     const std::int64_t wg_full_tiles =
-        wg_row0 >= p.Nq ? 0 : (last_visible_key(p.mask, wg_row0, p.Nq, p.Nk) + 1) / BLOCK_N;
-    if (consumer == CONSUMERS - 1 && n_tiles > 0) sm90::named_barrier_arrive(1, 2 * sm90::kWarpgroupThreads);
+        wg_has_rows ? (last_visible_key(p.mask, wg_row0, p.Nq, p.Nk) + 1) / BLOCK_N : 0;
 
     // [start:online_softmax]
     // This thread's accumulator elements (PTX ISA wgmma D layout): rows r0 and r0 + 8 of the
@@ -329,7 +341,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::fence_value(k_desc);
       sm90::fence_value(pv_desc);
       trace(sm90::TracePhase::turn, it + j);
-      my_turn();
+      if constexpr (WITH_PV) my_turn();  // the first S takes no turn
       trace(sm90::TracePhase::issue, it + j);
       sm90::fence_registers(s_acc);
       sm90::fence_registers(o_acc);
@@ -349,7 +361,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         issue_pv(pv_desc);
       }
       sm90::wgmma_commit();
-      next_turn(false);
+      if constexpr (WITH_PV) next_turn();
       trace(sm90::TracePhase::s_wait, it + j);
       // Groups complete in order: with at most one pending, S is done, and the softmax below
       // runs while the tensor cores still work on P V (which reads p_frag, and writes o_acc:
@@ -434,26 +446,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       wait_v(wg_tiles - 1);
       std::uint64_t pv_desc = v_desc(wg_tiles - 1);
       sm90::fence_value(pv_desc);
-      trace(sm90::TracePhase::turn, it + wg_tiles);
-      my_turn();
-      trace(sm90::TracePhase::issue, it + wg_tiles);
+      trace(sm90::TracePhase::issue, it + wg_tiles);  // no turn: nothing of this tile follows
       rescale_o();
       sm90::wgmma_fence();
       issue_pv(pv_desc);
       sm90::wgmma_commit();
-      next_turn(wg_tiles == n_tiles);
       trace(sm90::TracePhase::pv_wait, it + wg_tiles);
       sm90::wgmma_wait<0>();
       sm90::fence_registers(o_acc);
       release_v(wg_tiles - 1);
-    } else if (n_tiles > 0) {  // rows that see no tile: the turn of the last P V is empty too
-      my_turn();
-      next_turn(false);
     }
     for (j = wg_tiles; j < n_tiles; ++j) {  // tiles none of these rows sees
       trace(sm90::TracePhase::turn, it + j + 1);
-      my_turn();  // an empty turn, which keeps the ring's count
-      next_turn(j == n_tiles - 1);
+      if (j > 0) {  // an empty turn in place of the batch S(j) + P V(j - 1), which keeps the ring's count
+        my_turn();
+        next_turn();
+      }
       // Released unread, but only once they have landed: a release counts towards the phase
       // of the tile in the buffer.
       trace(sm90::TracePhase::k_wait, it + j);
@@ -481,7 +489,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       inv_l[r] = l > 0.0f ? 1.0f / l : 0.0f;
       const float lse = l > 0.0f ? (m_i[r] * p.scale_log2 + log2f(l)) * 0.69314718f : -INFINITY;
       const std::int64_t row = m0 + r0 + 8 * r;
-      if (lane % 4 == 0 && p.lse != nullptr && row < p.Nq) p.lse[w.bh * p.Nq + row] = lse;
+      if (lane % 4 == 0 && p.lse != nullptr && row >= 0 && row < p.Nq) p.lse[w.bh * p.Nq + row] = lse;
     }
     if constexpr (Cfg::kSeparateO) {
       // The previous work tile's O has left the buffer (its store has read it).
@@ -498,7 +506,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90::fence_proxy_async_smem();  // these writes, then TMA's reads
     sm90::named_barrier_sync(1 + CONSUMERS + consumer, sm90::kWarpgroupThreads);
     if (warp == 0 && lane == 0) {
-      for (int c = 0; c < CHUNKS; ++c)
+      // A consumer whose rows lie before row 0 (all 64 of them, see work_tile()) stores
+      // nothing; past the last row TMA clips the box.
+      for (int c = 0; c < CHUNKS && wg_row0 >= 0; ++c)
         sm90::tma_store_4d(&o_map, O_smem + c * BLOCK_M * 64 + 64 * consumer * 64, c * 64,
                            static_cast<int>(m0 + 64 * consumer), static_cast<int>(w.h), static_cast<int>(w.b));
       sm90::tma_store_commit();
@@ -611,10 +621,11 @@ std::vector<TileShape> shapes(int head_dim) {
 // 0-5% on full problems and lose up to 9% on short causal ones; on full problems of at most
 // 4096 keys 160-key tiles, whose O buffer lets the next Q load early, are 0.7-2.9% ahead of
 // them (1% behind at 8192 keys); at D = 64 three consumers with 128-key tiles gain 3-12%
-// over two (full) and over 64-key tiles (causal), except on causal problems of at most 1024
-// keys, where the 64-key tiles hide fewer masked keys on the diagonal and stay 3% ahead.
+// over two (full) and over 64-key tiles (causal). On causal problems of at most 1024 keys
+// the 64-key tiles were 3% ahead until masked query tiles were aligned to the last row; since
+// then the 128-key ones are 4% ahead at 1024 keys (runs/step09-turns-end-aligned-0835aa0).
 TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k) {
-  if (head_dim == 64) return mask != Mask::none && seqlen_k <= 1024 ? TileShape{192, 64, 4} : TileShape{192, 128, 2};
+  if (head_dim == 64) return TileShape{192, 128, 2};
   if (mask != Mask::none) return TileShape{128, 128, 2};
   return seqlen_k <= 4096 ? TileShape{128, 160, 2} : TileShape{128, 176, 2};
 }
