@@ -35,13 +35,15 @@
 // 176-key tile issues 38% more tensor work per hand-over and per barrier than a 128-key one,
 // at D = 64 a block of three consumers shares each K/V tile among 192 query rows, the row
 // sums no longer wait for the last exponent, and, where O has a buffer of its own (every
-// shape but 128 x 176), the next work tile's Q no longer waits for this one's O to leave.
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 614 TFLOP/s
-// (results/nvidia-h200/step09.json, commit 08a9377).
+// shape but 128 x 176), the next work tile's Q no longer waits for this one's O to leave; a
+// consumer starts its next work tile as soon as its own epilogue is done, not when every
+// consumer's is; and a masked problem's padded rows cost the lightest tile, not the heaviest.
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 617.5 TFLOP/s
+// (results/nvidia-h200/step09.json, commit f121437).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
 // run and timed by the same loop: faster than step 08 at every point; at or above cuDNN at
-// half the points, most of them the longest problems, and short of it on shorter ones (most
-// on the shortest causal ones), which the course's goal asks to pass.
+// just over half the points, most of them the longest problems, and short of it on shorter
+// ones (most on the shortest causal ones), which the course's goal asks to pass.
 // Limits: as step 08: fp16/bf16; head_dim a multiple of 8 up to 128 (compiled for 64 and 128,
 // others zero-padded by TMA); 16-byte aligned tensors and strides; sm_90 (H100/H200) only.
 // Chapter: book/steps/09_persistent.md
