@@ -55,12 +55,15 @@ std::vector<ShapeCase> shape_cases() {
       cases.push_back({s, make(2, 24, 2, 1050, 1000, d, DType::f16, Mask::none)});
       // Masked problems align their query tiles to the last row (work_tile()): the first tile
       // starts before row 0 by whole consumers, which then load zeros, see no key and store
-      // nothing. One row (BLOCK_M 128: one consumer before row 0; 192: two), 65 rows (one
-      // consumer before row 0, the last with one row) and 1024 (192: the first tile's two
-      // first consumers before row 0 in every head; 128: no shift).
+      // nothing. One row (BLOCK_M 128: one consumer before row 0; 192: two), 65 rows (192: one
+      // consumer before row 0, the last with one row; 128: no shift), 1024 (192: the first
+      // tile's two first consumers before row 0 in every head; 128: no shift), and 830 rows in
+      // 4 x 24 heads, a walk of three or more work tiles per block with a shifted first tile
+      // in every head (128: shift 64 over 672 work tiles; 192: shift 128 over 480).
       cases.push_back({s, make(1, 2, 2, 1, 1, d, DType::bf16, Mask::causal_top_left)});
       cases.push_back({s, make(1, 2, 2, 65, 65, d, DType::f16, Mask::causal_bottom_right)});
       cases.push_back({s, make(2, 8, 2, 1024, 1024, d, DType::bf16, Mask::causal_top_left)});
+      cases.push_back({s, make(4, 24, 2, 830, 830, d, DType::bf16, Mask::causal_top_left)});
     }
   return cases;
 }

@@ -36,8 +36,9 @@
 // at D = 64 a block of three consumers shares each K/V tile among 192 query rows, the row
 // sums no longer wait for the last exponent, and, where O has a buffer of its own (every
 // shape but 128 x 176), the next work tile's Q no longer waits for this one's O to leave; a
-// consumer starts its next work tile as soon as its own epilogue is done, not when every
-// consumer's is; and a masked problem's padded rows cost the lightest tile, not the heaviest.
+// consumer's next first S waits for its own epilogue and the next Q, no longer for the other
+// consumers' epilogues too; and a masked problem's padded rows cost the lightest tile, not
+// the heaviest.
 // Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 617.5 TFLOP/s
 // (results/nvidia-h200/step09.json, commit f121437).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
@@ -252,11 +253,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // barrier 1 + c has seen consumer c - 1 (cyclically) issue its own, and then lets consumer
   // c + 1 go. New against step 08: only the batches S(j) + P V(j - 1) take turns; a work
   // tile's first S and last P V are issued outside the ring (FlashAttention-3's order), so a
-  // consumer that has finished its epilogue starts the next work tile without waiting for the
-  // others to finish theirs. Every consumer takes n_tiles - 1 turns per work tile (one per
-  // batch, and an empty one per tile it skips), so the ring, started once by the last
-  // consumer, runs on across work tiles; its last arrival is left unanswered when the block
-  // ends.
+  // consumer that has finished its epilogue starts the next work tile as soon as the next Q is
+  // there, without waiting for the others' epilogues (at 128 x 176, where O is staged in the Q
+  // buffer, the next Q itself waits for them). Every consumer takes n_tiles - 1 turns per work
+  // tile (one per batch, and an empty one per tile it skips; none where no row of the tile
+  // sees a key), so the ring, started once by the last consumer, runs on across work tiles;
+  // its last arrival is left unanswered when the block ends.
   const int consumer = wg - 1;
   auto my_turn = [&] { sm90::named_barrier_sync(1 + consumer, 2 * sm90::kWarpgroupThreads); };
   auto next_turn = [&] { sm90::named_barrier_arrive(1 + (consumer + 1) % CONSUMERS, 2 * sm90::kWarpgroupThreads); };
@@ -332,8 +334,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::mbarrier_wait(&k_full[stage], static_cast<std::uint32_t>((it + j) / STAGES) % 2, "k_full");
       if (WITH_PV) wait_v(j - 1);
 
-      // One batch, issued in this consumer's turn: S = Q K^T of this tile (HEAD_DIM / 16 wgmmas
-      // chained on one accumulator; a commit group of its own) and O += P V of the previous one.
+      // One batch, issued in this consumer's turn (the first S of a work tile, alone, takes
+      // none): S = Q K^T of this tile (HEAD_DIM / 16 wgmmas chained on one accumulator; a commit
+      // group of its own) and O += P V of the previous one.
       float s_acc[BLOCK_N / 2];
       // The descriptors are made before the turn, so that the turn only issues the GEMMs and
       // rescales O (fence_value keeps the compiler from sinking them past the barrier).
@@ -342,8 +345,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       if constexpr (WITH_PV) pv_desc = v_desc(j - 1);
       sm90::fence_value(k_desc);
       sm90::fence_value(pv_desc);
-      trace(sm90::TracePhase::turn, it + j);
-      if constexpr (WITH_PV) my_turn();  // the first S takes no turn
+      if constexpr (WITH_PV) {  // the first S takes no turn
+        trace(sm90::TracePhase::turn, it + j);
+        my_turn();
+      }
       trace(sm90::TracePhase::issue, it + j);
       sm90::fence_registers(s_acc);
       sm90::fence_registers(o_acc);
@@ -459,8 +464,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       release_v(wg_tiles - 1);
     }
     for (j = wg_tiles; j < n_tiles; ++j) {  // tiles none of these rows sees
-      trace(sm90::TracePhase::turn, it + j + 1);
       if (j > 0) {  // an empty turn in place of the batch S(j) + P V(j - 1), which keeps the ring's count
+        trace(sm90::TracePhase::turn, it + j);
         my_turn();
         next_turn();
       }
