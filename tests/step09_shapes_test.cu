@@ -117,6 +117,9 @@ TEST(Space, EveryHeadDimHasShapesAndTheDefaultsAreAmongThem) {
   EXPECT_EQ(step09::default_shape(128, Mask::none, 8192).name(), "m128_n176_s2");
   EXPECT_EQ(step09::default_shape(128, Mask::none, 4097).name(), "m128_n176_s2");
   EXPECT_EQ(step09::default_shape(128, Mask::none, 4096).name(), "m128_n160_s2");
+  EXPECT_EQ(step09::default_shape(128, Mask::none, 2049).name(), "m128_n160_s2");
+  EXPECT_EQ(step09::default_shape(128, Mask::none, 2048).name(), "m128_n128_s2");
+  EXPECT_EQ(step09::default_shape(128, Mask::none, 512).name(), "m128_n128_s2");
   EXPECT_EQ(step09::default_shape(128, Mask::causal_top_left, 8192).name(), "m128_n128_s2");
   EXPECT_EQ(step09::default_shape(64, Mask::none, 512).name(), "m192_n128_s2");
   EXPECT_EQ(step09::default_shape(64, Mask::causal_bottom_right, 1024).name(), "m192_n128_s2");

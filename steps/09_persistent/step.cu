@@ -15,8 +15,8 @@
 //     no room for an O buffer; they stage O in the Q buffer, which is then free only once O
 //     has left it
 //   - a configuration space per head dim (wgmma takes N up to 256 in steps of 8): D = 128
-//     full problems take 176-key tiles (160 up to 4096 keys), causal ones 128; D = 64 three
-//     consumers with 128-key tiles
+//     full problems take 176-key tiles (160 up to 4096 keys, 128 up to 2048), causal ones
+//     128; D = 64 three consumers with 128-key tiles
 //     (shapes(), default_shape(); the environment's FLASHSTEPS_STEP09_SHAPE forces one on
 //     every call, for measurements;
 //     attention_forward_with() forces one per call, for the tests)
@@ -131,19 +131,23 @@ struct WorkTile {
 };
 template <int BLOCK_M, int BLOCK_N, typename T>
 __device__ __forceinline__ WorkTile work_tile(const Params<T>& p, std::int64_t t) {
-  const std::int64_t BH = p.B * p.Hq;
+  // In 32 bits (launch() checks that the work tiles fit): a 64-bit division is a software
+  // routine of dozens of instructions, and these run between one work tile's epilogue and
+  // the next one's first S.
+  const auto t32 = static_cast<std::uint32_t>(t), m_tiles = static_cast<std::uint32_t>(p.m_tiles);
+  const auto Hq = static_cast<std::uint32_t>(p.Hq), BH = static_cast<std::uint32_t>(p.B) * Hq;
   WorkTile w;
-  std::int64_t m_tile;
+  std::uint32_t bh, m_tile;
   if (p.mask != Mask::none) {
-    w.bh = t % BH;
-    m_tile = p.m_tiles - 1 - t / BH;
+    bh = t32 % BH;
+    m_tile = m_tiles - 1 - t32 / BH;
   } else {
-    w.bh = t / p.m_tiles;
-    m_tile = t % p.m_tiles;
+    bh = t32 / m_tiles;
+    m_tile = t32 % m_tiles;
   }
-  w.b = w.bh / p.Hq, w.h = w.bh % p.Hq, w.hk = w.h / (p.Hq / p.Hkv);
+  w.bh = bh, w.b = bh / Hq, w.h = bh % Hq, w.hk = (bh % Hq) / (Hq / static_cast<std::uint32_t>(p.Hkv));
   const std::int64_t shift = p.mask == Mask::none ? 0 : (std::int64_t{p.m_tiles} * BLOCK_M - p.Nq) / 64 * 64;
-  w.m0 = m_tile * BLOCK_M - shift;  // may be negative: TMA fills the rows before row 0 with zeros
+  w.m0 = std::int64_t{m_tile} * BLOCK_M - shift;  // may be negative: TMA fills the rows before row 0 with zeros
   const std::int64_t last_row = (w.m0 + BLOCK_M < p.Nq ? w.m0 + BLOCK_M : p.Nq) - 1;
   w.n_tiles = (last_visible_key(p.mask, last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N;
   return w;
@@ -557,6 +561,9 @@ void launch(const AttentionArgs& args, vendor::Stream stream) {
   // [start:grid]
   // One block per SM (a block takes all the registers of one), never more blocks than tiles.
   const std::int64_t work_tiles = p.B * p.Hq * p.m_tiles;
+  if (work_tiles > std::numeric_limits<std::int32_t>::max())  // work_tile() divides in 32 bits
+    throw Unsupported("step 09: batch * heads_q * query tiles = " + std::to_string(work_tiles) +
+                      " work tiles, more than the 2^31 - 1 it indexes");
   const int sms = vendor::multiprocessor_count();
   const unsigned blocks = static_cast<unsigned>(work_tiles < sms ? work_tiles : sms);
   // [end:grid]
@@ -623,17 +630,20 @@ std::vector<TileShape> shapes(int head_dim) {
 }
 
 // [start:default_shape]
-// Measured on the H200 (bf16, N 1024-8192, results/nvidia-h200/runs/step09-shapes-*,
-// step09-softmax-levers-* and step09-epilogue-levers-*): at D = 128 the 176-key tiles gain
-// 0-5% on full problems and lose up to 9% on short causal ones; on full problems of at most
-// 4096 keys 160-key tiles, whose O buffer lets the next Q load early, are 0.7-2.9% ahead of
-// them (1% behind at 8192 keys); at D = 64 three consumers with 128-key tiles gain 3-12%
-// over two (full) and over 64-key tiles (causal). On causal problems of at most 1024 keys
-// the 64-key tiles were 3% ahead until masked query tiles were aligned to the last row; since
-// then the 128-key ones are 4% ahead at 1024 keys (runs/step09-turns-end-aligned-0835aa0).
+// Measured on the H200 (bf16, N 512-8192, results/nvidia-h200/runs/step09-shapes-*,
+// step09-softmax-levers-*, step09-epilogue-levers-* and step09-n128-div32-0ad6688): at
+// D = 128 the 176-key tiles gain 0-5% on full problems and lose up to 9% on short causal
+// ones; on full problems of at most 4096 keys 160-key tiles, whose O buffer lets the next Q
+// load early, are 0.7-2.9% ahead of them (1% behind at 8192 keys), and up to 2048 keys
+// 128-key tiles are ahead of both (17% at 512 keys, 7% at 1024, 2% at 2048; even at 4096),
+// as they pad no key tile (2048 keys are 12.8 tiles of 160); at D = 64 three consumers with
+// 128-key tiles gain 3-12% over two (full) and over 64-key tiles (causal). On causal
+// problems of at most 1024 keys the 64-key tiles were 3% ahead until masked query tiles were
+// aligned to the last row; since then the 128-key ones are 4% ahead at 1024 keys
+// (runs/step09-turns-end-aligned-0835aa0).
 TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k) {
   if (head_dim == 64) return TileShape{192, 128, 2};
-  if (mask != Mask::none) return TileShape{128, 128, 2};
+  if (mask != Mask::none || seqlen_k <= 2048) return TileShape{128, 128, 2};
   return seqlen_k <= 4096 ? TileShape{128, 160, 2} : TileShape{128, 176, 2};
 }
 // [end:default_shape]
