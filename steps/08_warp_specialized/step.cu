@@ -17,8 +17,8 @@
 // and the tensor cores idle whenever all warpgroups of a block are in their softmax at once;
 // here the hand-over keeps one warpgroup's GEMMs in flight during the other's softmax, and no
 // computing thread spends instructions on copies.
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 573 TFLOP/s, 1.06x step 07's
-// 541 in the same run (results/nvidia-h200/step08.json, commit f121437). The chapter compares
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 578.5 TFLOP/s, 1.05x step 07's
+// 548.5 in the same run (results/nvidia-h200/step08.json, commit e1ddb9b). The chapter compares
 // the two at every point: faster at D = 128 but short of the course's goal there, and slower
 // than step 07 at D = 64.
 // Limits: as step 07: fp16/bf16; head_dim a multiple of 8 up to 128 (compiled for 64 and 128,

@@ -39,8 +39,8 @@
 // consumer's next first S waits for its own epilogue and the next Q, no longer for the other
 // consumers' epilogues too; and a masked problem's padded rows cost the lightest tile, not
 // the heaviest.
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 617.5 TFLOP/s
-// (results/nvidia-h200/step09.json, commit f121437).
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 620.6 TFLOP/s
+// (results/nvidia-h200/step09.json, commit e1ddb9b).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
 // run and timed by the same loop: faster than step 08 at every point; at or above cuDNN at
 // just over half the points, most of them the longest problems, and short of it on shorter

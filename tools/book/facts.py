@@ -100,7 +100,7 @@ CAUSAL_TARGET = {"step": "05", "versus": "04", "seqlen": 8192, "head_dims": (64,
 # way without the rotation; the sets before it, steps06-09-99566c1 and steps08-09-1633116,
 # timed SDPA in 20-call bursts; runs/clock-regimes-77478c1/ shows what that did to cuDNN's
 # clock.)
-SAME_RUN = "steps06-09-f121437"
+SAME_RUN = "steps06-09-e1ddb9b"
 VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024, "run": SAME_RUN},
                  "cudnn": {"versus": "sdpa-cudnn", "goal": None, "min_seqlen": 1024, "run": SAME_RUN}},
           # Step 08 against step 07 in the same run: the goal is set at bf16, D = 128,
