@@ -42,7 +42,7 @@ std::vector<TileShape> shapes(int head_dim);
 /// The shape attention_forward() runs for a compiled head dim, a mask and @p seqlen_k (keys
 /// per head) when nothing forces one: D = 128 full 128 x 176 (FlashAttention-3's choice),
 /// 128 x 160 up to 4096 keys (its O buffer lets the next Q load early), 128 x 128 up to 2048
-/// (no padded key tile), D = 128 causal 128 x 128 (a diagonal tile of 176 keys hides more
+/// (no padded key tile where 128 divides the keys), D = 128 causal 128 x 128 (a diagonal tile of 176 keys hides more
 /// keys), D = 64 192 x 128 (FlashAttention-3's); the chapter has the measurements behind
 /// each choice.
 TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k);

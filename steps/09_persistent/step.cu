@@ -562,8 +562,10 @@ void launch(const AttentionArgs& args, vendor::Stream stream) {
   // One block per SM (a block takes all the registers of one), never more blocks than tiles.
   const std::int64_t work_tiles = p.B * p.Hq * p.m_tiles;
   if (work_tiles > std::numeric_limits<std::int32_t>::max())  // work_tile() divides in 32 bits
-    throw Unsupported("step 09: batch * heads_q * query tiles = " + std::to_string(work_tiles) +
-                      " work tiles, more than the 2^31 - 1 it indexes");
+    throw exceeds_limit("step 09",
+                        "q.shape[0] (batch) * q.shape[1] (heads_q) * ceil(q.shape[2] (seqlen_q) / " +
+                            std::to_string(Cfg::BLOCK_M) + ") (work tiles)",
+                        work_tiles, "the 32-bit work-tile index", std::numeric_limits<std::int32_t>::max());
   const int sms = vendor::multiprocessor_count();
   const unsigned blocks = static_cast<unsigned>(work_tiles < sms ? work_tiles : sms);
   // [end:grid]
@@ -635,9 +637,10 @@ std::vector<TileShape> shapes(int head_dim) {
 // D = 128 the 176-key tiles gain 0-5% on full problems and lose up to 9% on short causal
 // ones; on full problems of at most 4096 keys 160-key tiles, whose O buffer lets the next Q
 // load early, are 0.7-2.9% ahead of them (1% behind at 8192 keys), and up to 2048 keys
-// 128-key tiles are ahead of both (17% at 512 keys, 7% at 1024, 2% at 2048; even at 4096),
-// as they pad no key tile (2048 keys are 12.8 tiles of 160); at D = 64 three consumers with
-// 128-key tiles gain 3-12% over two (full) and over 64-key tiles (causal). On causal
+// 128-key tiles are ahead of both (17% at 512 keys, 7% at 1024, 1% at 2048; level at 4096),
+// as they pad no key tile where 128 divides the keys (2048 keys are 12.8 tiles of 160); at
+// D = 64 three consumers with 128-key tiles gain 3-12% over two (full) and over 64-key
+// tiles (causal). On causal
 // problems of at most 1024 keys the 64-key tiles were 3% ahead until masked query tiles were
 // aligned to the last row; since then the 128-key ones are 4% ahead at 1024 keys
 // (runs/step09-turns-end-aligned-0835aa0).

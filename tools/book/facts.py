@@ -92,12 +92,12 @@ CAUSAL_TARGET = {"step": "05", "versus": "04", "seqlen": 8192, "head_dims": (64,
 # Goals of a step against another measured step or baseline, judged at every attention
 # benchmark both ran from min_seqlen on: step 07 (TMA + wgmma) at least 1.2x step 06, and
 # its standing against PyTorch SDPA's cuDNN backend (no goal: steps 08-09 are to pass it).
-# Steps 06-09 and SDPA (flash, cuDNN) were measured in one run at commit f121437 (fp16/bf16,
+# Steps 06-09 and SDPA (flash, cuDNN) were measured in one run at commit e1ddb9b (fp16/bf16,
 # D 64/128, N 512-16384, full/causal, and MiniLM), SDPA timed by the steps' own loop
 # (tools/baselines/sdpa_bench.py timed_calls()) over inputs rotated past L2 as the steps'
 # are, so that both run at the same duty cycle and clock regime: every step and both
-# baselines are published from it and judged on it. (steps06-09-08a9377 was timed the same
-# way without the rotation; the sets before it, steps06-09-99566c1 and steps08-09-1633116,
+# baselines are published from it and judged on it. (steps06-09-f121437 was timed the same
+# way, at the step 09 before its 128-key default; steps06-09-08a9377 without the rotation; the sets before it, steps06-09-99566c1 and steps08-09-1633116,
 # timed SDPA in 20-call bursts; runs/clock-regimes-77478c1/ shows what that did to cuDNN's
 # clock.)
 SAME_RUN = "steps06-09-e1ddb9b"
