@@ -131,7 +131,7 @@ struct WorkTile {
 };
 template <int BLOCK_M, int BLOCK_N, typename T>
 __device__ __forceinline__ WorkTile work_tile(const Params<T>& p, std::int64_t t) {
-  // In 32 bits (launch() checks that the work tiles fit): a 64-bit division is a software
+  // In 32 bits (check_work_tiles() refuses more than 2^31 - 1 work tiles): a 64-bit division is a software
   // routine of dozens of instructions, and these run between one work tile's epilogue and
   // the next one's first S.
   const auto t32 = static_cast<std::uint32_t>(t), m_tiles = static_cast<std::uint32_t>(p.m_tiles);
@@ -502,11 +502,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       const std::int64_t row = m0 + r0 + 8 * r;
       if (lane % 4 == 0 && p.lse != nullptr && row >= 0 && row < p.Nq) p.lse[w.bh * p.Nq + row] = lse;
     }
+    trace(sm90::TracePhase::o_buffer_wait, -1);
     if constexpr (Cfg::kSeparateO) {
       // The previous work tile's O has left the buffer (its store has read it).
       if (warp == 0 && lane == 0) sm90::tma_store_wait_read();
       sm90::named_barrier_sync(1 + CONSUMERS + consumer, sm90::kWarpgroupThreads);
     }
+    trace(sm90::TracePhase::o_write, -1);
     unsigned char* q_bytes = reinterpret_cast<unsigned char*>(O_smem);
 #pragma unroll
     for (int i = 0; i < HEAD_DIM / 2; i += 2) {
@@ -514,8 +516,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       *reinterpret_cast<std::uint32_t*>(q_bytes + sm90::swizzle_128b(BLOCK_M, r0 + 8 * r, col)) =
           tile::pack2<T>(o_acc[i] * inv_l[r], o_acc[i + 1] * inv_l[r]);
     }
+    trace(sm90::TracePhase::o_fence, -1);
     sm90::fence_proxy_async_smem();  // these writes, then TMA's reads
     sm90::named_barrier_sync(1 + CONSUMERS + consumer, sm90::kWarpgroupThreads);
+    trace(sm90::TracePhase::o_store, -1);
     if (warp == 0 && lane == 0) {
       // A consumer whose rows lie before row 0 (all 64 of them, see work_tile()) stores
       // nothing; past the last row TMA clips the box.
@@ -529,6 +533,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       }
     }
     ++local;
+    trace(sm90::TracePhase::next_tile, -1);
     // [end:epilogue]
   }
   if constexpr (Cfg::kSeparateO)
@@ -560,12 +565,7 @@ void launch(const AttentionArgs& args, vendor::Stream stream) {
   const Params<T> p = make_params<T>(args, Cfg::BLOCK_M);
   // [start:grid]
   // One block per SM (a block takes all the registers of one), never more blocks than tiles.
-  const std::int64_t work_tiles = p.B * p.Hq * p.m_tiles;
-  if (work_tiles > std::numeric_limits<std::int32_t>::max())  // work_tile() divides in 32 bits
-    throw exceeds_limit("step 09",
-                        "q.shape[0] (batch) * q.shape[1] (heads_q) * ceil(q.shape[2] (seqlen_q) / " +
-                            std::to_string(Cfg::BLOCK_M) + ") (work tiles)",
-                        work_tiles, "the 32-bit work-tile index", std::numeric_limits<std::int32_t>::max());
+  const std::int64_t work_tiles = p.B * p.Hq * p.m_tiles;  // at most 2^31 - 1: check_work_tiles()
   const int sms = vendor::multiprocessor_count();
   const unsigned blocks = static_cast<unsigned>(work_tiles < sms ? work_tiles : sms);
   // [end:grid]
@@ -582,6 +582,17 @@ void launch(const AttentionArgs& args, vendor::Stream stream) {
   FLASHSTEPS_CHECK_LAUNCH("step09::attention_kernel");
 }
 
+// work_tile() divides in 32 bits: more than 2^31 - 1 work tiles (reachable: head_dim 8,
+// seqlen_q 1 and 2^31 heads fit an H200) are refused by name, before anything is launched.
+void check_work_tiles(const AttentionArgs& args, int block_m) {
+  const std::int64_t work_tiles = args.batch() * args.heads_q() * ((args.seqlen_q() + block_m - 1) / block_m);
+  if (work_tiles > std::numeric_limits<std::int32_t>::max())
+    throw exceeds_limit("step 09",
+                        "q.shape[0] (batch) * q.shape[1] (heads_q) * ceil(q.shape[2] (seqlen_q) / " +
+                            std::to_string(block_m) + ") (work tiles)",
+                        work_tiles, "the 32-bit work-tile index", std::numeric_limits<std::int32_t>::max());
+}
+
 // Launches the configuration of @p space whose shape is @p shape; false when there is none.
 template <class... Cfg>
 bool launch_shape(const TileShape& shape, const AttentionArgs& args, vendor::Stream stream, std::tuple<Cfg...>) {
@@ -591,6 +602,7 @@ bool launch_shape(const TileShape& shape, const AttentionArgs& args, vendor::Str
     if (found || !(C::shape() == shape)) return;
     found = true;
     if (is_empty(args)) return;
+    check_work_tiles(args, C::BLOCK_M);
     sm90::require_sm90("step 09");
     vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;

@@ -59,12 +59,18 @@ PHASES: dict[str, tuple[str, str]] = {
     "pv_wait": ("wait: PV (wgmma.wait_group 0)", "#c49c94"),
     "rescale": ("rescale O, pack P", "#98df8a"),
     "epilogue": ("epilogue: O, LSE", "#8c564b"),
+    "o_buffer_wait": ("wait: O buffer read by TMA", "#e7cb94"),
+    "o_write": ("epilogue: O / l into shared memory", "#a0522d"),
+    "o_fence": ("epilogue: proxy fence, barrier", "#d6616b"),
+    "o_store": ("TMA issue: O", "#636363"),
+    "next_tile": ("next work tile's indices", "#9edae5"),
 }
 # Where a step's code does other work in a phase than PHASES' label says, its own label: step
 # 09 rescales O inside its turn (after issuing S, before the P V), so its "rescale" mark only
 # packs P.
 STEP_LABELS: dict[str, dict[str, str]] = {
-    "09": {"issue": "GEMM issue: S = QKᵀ, O *= α, O += PV", "rescale": "pack P"},
+    "09": {"issue": "GEMM issue: S = QKᵀ, O *= α, O += PV", "rescale": "pack P",
+           "epilogue": "epilogue: row sums, 1 / l, LSE"},
 }
 UNKNOWN_COLOR = "#7f7f7f"
 ARROW_COLOR = "#333333"

@@ -66,15 +66,23 @@ enum class TracePhase : std::uint16_t {
   softmax,       ///< masks, row max, exponentials, row sum of tile j
   pv_wait,       ///< waits for the P V it issued with tile j's S (wgmma.wait_group 0)
   rescale,       ///< releases V, rescales O, packs P of tile j as the next batch's A operand
-  epilogue,      ///< divides O by l, writes LSE and O
-  count_         ///< number of values (not a phase)
+  epilogue,      ///< divides O by l, writes LSE and O (where a step marks no finer phase of it)
+  // The epilogue in finer phases (step 09 marks them after `epilogue`, which then covers the
+  // row sums, 1 / l and the LSE only).
+  o_buffer_wait,  ///< waits until the previous tile's TMA store has read the O buffer, and for its warpgroup
+  o_write,        ///< writes O / l into the O buffer (shared memory, swizzled as TMA reads it)
+  o_fence,        ///< proxy fence (the writes, then TMA's reads) and its warpgroup's barrier
+  o_store,        ///< issues O's TMA stores
+  next_tile,      ///< the next work tile's indices and accumulators, up to its first wait
+  count_          ///< number of values (not a phase)
 };
 
 /// The name of @p phase as the JSON of the trace tools writes it ("k_load", "softmax", ...).
 __host__ __device__ constexpr const char* trace_phase_name(TracePhase phase) {
   constexpr const char* kNames[] = {"none",   "setup",  "q_load", "k_empty_wait", "k_load",  "v_empty_wait",
                                     "v_load", "q_wait", "k_wait", "v_wait",       "turn",    "issue",
-                                    "s_wait", "softmax", "pv_wait", "rescale",    "epilogue"};
+                                    "s_wait", "softmax", "pv_wait", "rescale",    "epilogue",
+                                    "o_buffer_wait", "o_write", "o_fence", "o_store", "next_tile"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(TracePhase::count_), "a name per phase");
   return static_cast<int>(phase) < static_cast<int>(TracePhase::count_) ? kNames[static_cast<int>(phase)] : "?";
 }
