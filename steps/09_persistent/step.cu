@@ -29,7 +29,16 @@
 //     P V go outside the ring (FlashAttention-3's order), and the ring runs on across tiles
 //   - masked problems align their query tiles to the last row: a tile padded past Nq is the
 //     first and lightest, not the last and heaviest
-//   - the producer and the rest of the softmax are step 08's
+//   - the producer hands each work tile to the consumers: it computes the tile's indices and
+//     each consumer's count of key tiles once, and writes them beside the tile's Q (TileInfo),
+//     where the consumers read them when Q has landed; it loads K one tile ahead of V, so
+//     that a K tile never queues behind a V buffer that is still in use
+//   - a second Q buffer where it fits (128 x 128 at D = 128, every D = 64 shape), so that
+//     the next work tile's Q loads while this one's is in use
+//   - the epilogue's row sums, 1 / l and LSE are computed, without branches, while the last
+//     P V is on the tensor cores, and O goes into shared memory with stmatrix (one store per
+//     16 columns instead of one per 2)
+//   - the rest of the softmax is step 08's
 // Why it is faster: a block pays for its start (barriers, the first Q and K in flight) once
 // per SM instead of once per tile, the next tile's first K loads while this one ends, a
 // 176-key tile issues 38% more tensor work per hand-over and per barrier than a 128-key one,
@@ -71,6 +80,16 @@ namespace flashsteps::step09 {
 
 namespace {
 
+struct WorkTile {
+  std::int64_t bh, b, h, hk, m0, n_tiles;
+};
+// A work tile as the producer hands it to the consumers, through shared memory beside Q: its
+// indices and, per consumer, the key tiles its 64 rows see and how many of them no mask touches.
+struct TileInfo {
+  WorkTile w;
+  std::int32_t wg_tiles[3], wg_full_tiles[3];
+};
+
 // [start:tile_config]
 // As step 08: CONSUMERS warpgroups of 64 query rows (BLOCK_M = 64 x CONSUMERS) and one
 // producer warpgroup, BLOCK_N keys at a time through STAGES buffers of K and of V, every tile
@@ -99,14 +118,19 @@ struct TileConfig {
                 "BLOCK_N is a wgmma N this step instantiates");
   static_assert(STAGES >= 2, "STAGES must be at least 2 (one K/V buffer loading, one in use)");
   static_assert(CONSUMERS >= 2 && CONSUMERS <= 3, "ping-pong needs two consumers; four would not fit 64 Ki registers");
-  /// Q, STAGES K and V tiles, the mbarriers, and 1 KiB of slack to align the tiles to the
-  /// 1024-byte period of the swizzle; then an O buffer of Q's size, or O staged in Q.
-  static constexpr std::size_t kSmemSharedO = 1024 + kQBytes + 2 * STAGES * kKvBytes + 8 * (2 + 4 * STAGES);
+  /// Q, STAGES K and V tiles, the mbarriers, two TileInfo slots, and 1 KiB of slack to align
+  /// the tiles to the 1024-byte period of the swizzle; then an O buffer of Q's size, or O
+  /// staged in Q; then, where it fits, a second Q buffer.
+  static constexpr std::size_t kSmemSharedO =
+      1024 + kQBytes + 2 * STAGES * kKvBytes + 8 * (4 + 4 * STAGES) + 2 * sizeof(TileInfo);
   /// O gets a buffer of its own where one fits (every shape but 128 x 176 at D = 128): Q is
   /// then free once the last S = Q K^T of a work tile is done, and the next tile's Q loads
   /// during the last softmax, P V and epilogue.
   static constexpr bool kSeparateO = kSmemSharedO + kQBytes <= kMaxSmem;
-  static constexpr std::size_t smem_bytes = kSmemSharedO + (kSeparateO ? kQBytes : 0);
+  /// A second Q buffer where it fits beside the O buffer (128 x 128 at D = 128, every D = 64
+  /// shape): the next work tile's Q then loads while this one's is still in use.
+  static constexpr int kQBuffers = kSeparateO && kSmemSharedO + 2 * kQBytes <= kMaxSmem ? 2 : 1;
+  static constexpr std::size_t smem_bytes = kSmemSharedO + (kSeparateO ? kQBytes : 0) + (kQBuffers - 1) * kQBytes;
   static TileShape shape() { return TileShape{BLOCK_M, BLOCK_N, STAGES}; }
 };
 // [end:tile_config]
@@ -126,9 +150,6 @@ struct TileConfig {
 __device__ __forceinline__ std::int64_t dealt_tile(std::int64_t wave) {
   return wave * gridDim.x + (wave % 2 == 0 ? blockIdx.x : gridDim.x - 1 - blockIdx.x);
 }
-struct WorkTile {
-  std::int64_t bh, b, h, hk, m0, n_tiles;
-};
 template <int BLOCK_M, int BLOCK_N, typename T>
 __device__ __forceinline__ WorkTile work_tile(const Params<T>& p, std::int64_t t) {
   // In 32 bits (check_work_tiles() refuses more than 2^31 - 1 work tiles): a 64-bit division is a software
@@ -165,17 +186,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   extern __shared__ unsigned char smem_raw[];
   // The swizzle repeats every 1024 bytes, and the descriptors assume tiles start on it.
   unsigned char* smem = smem_raw + ((1024 - sm90::smem_u32(smem_raw) % 1024) % 1024);
-  T* Q_smem = reinterpret_cast<T*>(smem);             // [CHUNKS][BLOCK_M][64] swizzled
-  T* K_smem = Q_smem + BLOCK_M * HEAD_DIM;            // [STAGES][CHUNKS][BLOCK_N][64] swizzled
+  T* Q_smem = reinterpret_cast<T*>(smem);             // [kQBuffers][CHUNKS][BLOCK_M][64] swizzled
+  T* K_smem = Q_smem + Cfg::kQBuffers * BLOCK_M * HEAD_DIM;  // [STAGES][CHUNKS][BLOCK_N][64] swizzled
   T* V_smem = K_smem + STAGES * BLOCK_N * HEAD_DIM;   // [STAGES][CHUNKS][BLOCK_N][64] swizzled
   T* const after_kv = V_smem + STAGES * BLOCK_N * HEAD_DIM;
   T* O_smem = Cfg::kSeparateO ? after_kv : Q_smem;   // [CHUNKS][BLOCK_M][64] swizzled
   std::uint64_t* q_full = reinterpret_cast<std::uint64_t*>(Cfg::kSeparateO ? O_smem + BLOCK_M * HEAD_DIM : after_kv);
-  std::uint64_t* q_empty = q_full + 1;        // every consumer is done with Q (and, staged in it, with O)
-  std::uint64_t* k_full = q_empty + 1;        // [STAGES]: K tile landed (TMA transaction bytes)
+  std::uint64_t* q_empty = q_full + 2;        // [2]: every consumer is done with Q (and, staged in it, with O)
+  std::uint64_t* k_full = q_empty + 2;        // [STAGES]: K tile landed (TMA transaction bytes)
   std::uint64_t* k_empty = k_full + STAGES;   // [STAGES]: every consumer warp done with the K buffer
   std::uint64_t* v_full = k_empty + STAGES;   // [STAGES]: V tile landed
   std::uint64_t* v_empty = v_full + STAGES;   // [STAGES]: every consumer warp done with the V buffer
+  TileInfo* tile_info = reinterpret_cast<TileInfo*>(v_empty + STAGES);  // [2]: the work tile of the Q in each Q buffer
   // The warpgroup index, read from lane 0 so that the compiler knows it is the same in every
   // lane: what follows from it (descriptors, barrier ids) can live in uniform registers.
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / sm90::kWarpgroupThreads, 0);
@@ -183,9 +205,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   sm90::Tracer trace(BLOCK_M, BLOCK_N, STAGES);  // phase marks of one block, in trace builds only (trace_sm90.h)
 
   if (threadIdx.x == 0) {
-    sm90::mbarrier_init(q_full, 1);
+    for (int b = 0; b < Cfg::kQBuffers; ++b) sm90::mbarrier_init(&q_full[b], 1);
     // One arrival per consumer warp after its last S; staged in Q, per consumer after TMA read O.
-    sm90::mbarrier_init(q_empty, Cfg::kSeparateO ? 4 * CONSUMERS : CONSUMERS);
+    for (int b = 0; b < Cfg::kQBuffers; ++b) sm90::mbarrier_init(&q_empty[b], Cfg::kSeparateO ? 4 * CONSUMERS : CONSUMERS);
     for (int s = 0; s < STAGES; ++s) {
       sm90::mbarrier_init(&k_full[s], 1);  // the producer's arrive.expect_tx
       sm90::mbarrier_init(&v_full[s], 1);
@@ -200,6 +222,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   // The producer walks the same work tiles as the consumers. K/V tile number `it` counts on
   // across work tiles: buffer it % STAGES, phase it / STAGES. The next work tile's first K is
   // loaded before waiting for q_empty, so it is in flight while the consumers finish this one.
+  // Work tile `local` goes to Q buffer local % kQBuffers, with its TileInfo in the slot of
+  // that buffer: the consumers read it once q_full completes, so the indices, divisions
+  // included, are worked out here, where the producer would otherwise wait, and not by every
+  // consumer thread between one work tile's epilogue and the next one's first S.
   if (wg == 0) {
     sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
     if (warp == 0 && lane == 0) {
@@ -233,14 +259,30 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
         if (t >= work_tiles) continue;  // the last wave is short
         const WorkTile w = work_tile<BLOCK_M, BLOCK_N>(p, t);
         if (w.n_tiles > 0) load_k(w, 0);
-        if (local > 0) sm90::mbarrier_wait(q_empty, (local - 1) % 2, "q_empty");
+        std::int32_t wg_tiles[CONSUMERS], wg_full_tiles[CONSUMERS];
+#pragma unroll
+        for (int c = 0; c < CONSUMERS; ++c) {
+          // Consumer c's share of the tile, as step 08; none where its rows lie before row 0
+          // (the first tile of a masked problem, see work_tile()) or past the last.
+          const std::int64_t row0 = w.m0 + 64 * c, last_row = (row0 + 64 < p.Nq ? row0 + 64 : p.Nq) - 1;
+          const bool has_rows = row0 >= 0 && row0 < p.Nq;
+          wg_tiles[c] = has_rows ? static_cast<std::int32_t>((last_visible_key(p.mask, last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N) : 0;
+          wg_full_tiles[c] = has_rows ? static_cast<std::int32_t>((last_visible_key(p.mask, row0, p.Nq, p.Nk) + 1) / BLOCK_N) : 0;
+        }
+        // Q buffer qb, last used by work tile local - kQBuffers.
+        const std::uint32_t qb = local % Cfg::kQBuffers;
+        if (local >= Cfg::kQBuffers) sm90::mbarrier_wait(&q_empty[qb], ((local - Cfg::kQBuffers) / Cfg::kQBuffers) % 2, "q_empty");
+        // The consumers read it once q_full completes (the arrival below releases these writes).
+        tile_info[qb].w = w;
+#pragma unroll
+        for (int c = 0; c < CONSUMERS; ++c) tile_info[qb].wg_tiles[c] = wg_tiles[c], tile_info[qb].wg_full_tiles[c] = wg_full_tiles[c];
         trace(sm90::TracePhase::q_load, it);
-        sm90::mbarrier_arrive_expect_tx(q_full, Cfg::kQBytes);
+        sm90::mbarrier_arrive_expect_tx(&q_full[qb], Cfg::kQBytes);
         for (int c = 0; c < CHUNKS; ++c)
-          sm90::tma_load_4d(Q_smem + c * BLOCK_M * 64, &q_map, c * 64, static_cast<int>(w.m0), static_cast<int>(w.h),
-                            static_cast<int>(w.b), q_full);
-        for (std::int64_t j = 0; j < w.n_tiles; ++j) {
-          if (j > 0) load_k(w, j);
+          sm90::tma_load_4d(Q_smem + (qb * CHUNKS + c) * BLOCK_M * 64, &q_map, c * 64, static_cast<int>(w.m0),
+                            static_cast<int>(w.h), static_cast<int>(w.b), &q_full[qb]);
+        for (std::int64_t j = 0; j < w.n_tiles; ++j) {  // K one tile ahead of V
+          if (j + 1 < w.n_tiles) load_k(w, j + 1);
           load_v(w, j);
         }
         it += static_cast<std::uint32_t>(w.n_tiles);
@@ -269,22 +311,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   if (consumer == CONSUMERS - 1) sm90::named_barrier_arrive(1, 2 * sm90::kWarpgroupThreads);
   const int r0 = 64 * consumer + 16 * warp + lane / 4;                       // row within the block
   // This warpgroup's 64 rows of Q, as the A operand of S = Q K^T.
-  const std::uint64_t q_desc = sm90::desc_k_major(sm90::smem_u32(Q_smem) + 64 * consumer * 128);
   std::uint32_t it = 0, local = 0;
 
   for (std::int64_t wave = 0; wave * gridDim.x < work_tiles; ++wave) {
-    const std::int64_t t = dealt_tile(wave);
-    if (t >= work_tiles) continue;
-    const WorkTile w = work_tile<BLOCK_M, BLOCK_N>(p, t);
-    const std::int64_t m0 = w.m0, n_tiles = w.n_tiles;
-    // This consumer's share of the tile, as step 08; none where its rows lie before row 0
-    // (the first tile of a masked problem, see work_tile()) or past the last.
-    const std::int64_t wg_row0 = m0 + 64 * consumer, wg_last_row = (wg_row0 + 64 < p.Nq ? wg_row0 + 64 : p.Nq) - 1;
-    const bool wg_has_rows = wg_row0 >= 0 && wg_row0 < p.Nq;
-    const std::int64_t wg_tiles =
-        wg_has_rows ? (last_visible_key(p.mask, wg_last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N : 0;
-    const std::int64_t wg_full_tiles =
-        wg_has_rows ? (last_visible_key(p.mask, wg_row0, p.Nq, p.Nk) + 1) / BLOCK_N : 0;
+    if (dealt_tile(wave) >= work_tiles) continue;
+    // The work tile's indices and this consumer's share of it, from the producer, which wrote
+    // them before it loaded the tile's Q.
+    trace(sm90::TracePhase::q_wait, it);
+    const std::uint32_t qb = local % Cfg::kQBuffers;  // the Q buffer of this work tile
+    sm90::mbarrier_wait(&q_full[qb], (local / Cfg::kQBuffers) % 2, "q_full");
+    const WorkTile w = tile_info[qb].w;
+    const std::int64_t m0 = w.m0, n_tiles = w.n_tiles, wg_row0 = m0 + 64 * consumer;
+    const std::int64_t wg_tiles = tile_info[qb].wg_tiles[consumer], wg_full_tiles = tile_info[qb].wg_full_tiles[consumer];
+    // This warpgroup's 64 rows of Q, as the A operand of S = Q K^T.
+    const std::uint64_t q_desc =
+        sm90::desc_k_major(sm90::smem_u32(Q_smem + qb * BLOCK_M * HEAD_DIM) + 64 * consumer * 128);
 
     // [start:online_softmax]
     // This thread's accumulator elements (PTX ISA wgmma D layout): rows r0 and r0 + 8 of the
@@ -303,10 +344,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       }
       sm90::fence_registers(o_acc);
     };
-    trace(sm90::TracePhase::q_wait, it);
-    sm90::mbarrier_wait(q_full, local % 2, "q_full");
     if constexpr (Cfg::kSeparateO)
-      if (wg_tiles == 0 && lane == 0) sm90::mbarrier_arrive(q_empty);  // these rows never read Q
+      if (wg_tiles == 0 && lane == 0) sm90::mbarrier_arrive(&q_empty[qb]);  // these rows never read Q
 
     // K/V tile j of this work tile is tile it + j of the block's ring. O += P V of tile j (its
     // V buffer, waited for beforehand with wait_v), A from registers, V MN-major (16 keys =
@@ -381,7 +420,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::fence_registers(s_acc);
       if (lane == 0) sm90::mbarrier_arrive(&k_empty[stage]);  // S is done with the K buffer
       if constexpr (Cfg::kSeparateO)
-        if (j == wg_tiles - 1 && lane == 0) sm90::mbarrier_arrive(q_empty);  // and, after its last tile, with Q
+        if (j == wg_tiles - 1 && lane == 0) sm90::mbarrier_arrive(&q_empty[qb]);  // and, after its last tile, with Q
       trace(sm90::TracePhase::softmax, it + j);
 
       if constexpr (MASKED) {  // some key of the tile is hidden from some row
@@ -446,6 +485,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 #pragma unroll
         for (int r = 0; r < 4; ++r) p_frag[kk][r] = tile::pack2<T>(s_acc[8 * kk + 2 * r], s_acc[8 * kk + 2 * r + 1]);
     };
+    // What the epilogue needs that does not wait for the last P V: the row sums across the
+    // four lanes of a row, 1 / l and the LSE. Computed between issuing the last P V and waiting
+    // for it, so that they run while it is on the tensor cores, and for both rows at once
+    // (with a branch per row, as before, the two rows ran one after the other: 800-1000
+    // cycles per work tile at N = 1024, 110-210 now). lg2.approx (2^-22 absolute error) stands
+    // in for log2f's polynomial; the LSE's tolerance is orders of magnitude wider.
+    float inv_l[2], lse[2];
+    auto finish_rows = [&] {
+      float l[2] = {l_i[0], l_i[1]};
+#pragma unroll
+      for (int r = 0; r < 2; ++r) l[r] += vendor::shfl_xor(l[r], 1);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) l[r] += vendor::shfl_xor(l[r], 2);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {  // both rows at once, without branches (l = 0: no visible key)
+        const float rcp = __frcp_rn(l[r]), log2_l = __log2f(l[r]);
+        inv_l[r] = l[r] > 0.0f ? rcp : 0.0f;
+        lse[r] = l[r] > 0.0f ? (m_i[r] * p.scale_log2 + log2_l) * 0.69314718f : -INFINITY;
+      }
+      sm90::fence_registers(inv_l);
+      sm90::fence_registers(lse);
+    };
     if (wg_tiles > 0) {  // the first tile: S alone
       if (wg_full_tiles > 0) kv_tile(0, std::false_type{}, std::false_type{});
       else kv_tile(0, std::true_type{}, std::false_type{});
@@ -462,10 +523,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::wgmma_fence();
       issue_pv(pv_desc);
       sm90::wgmma_commit();
+      finish_rows();
       trace(sm90::TracePhase::pv_wait, it + wg_tiles);
       sm90::wgmma_wait<0>();
       sm90::fence_registers(o_acc);
       release_v(wg_tiles - 1);
+    } else {
+      finish_rows();
     }
     for (j = wg_tiles; j < n_tiles; ++j) {  // tiles none of these rows sees
       if (j > 0) {  // an empty turn in place of the batch S(j) + P V(j - 1), which keeps the ring's count
@@ -488,19 +552,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     // [start:epilogue]
     // O_i = o_acc / l_i and the LSE as step 08. The O rows of this warpgroup go into its own
     // 64 rows of the O buffer, laid out as TMA reads them, once the previous tile's store has
-    // read them; then one thread stores them, one 64-column box per chunk, and moves on
+    // read them: stmatrix x4 writes a 16 x 16 block of a warp's rows per instruction, each
+    // lane giving the address of one 8-element row (PTX ISA 9.7.14.5.16); its four registers
+    // are the accumulator's layout (row lane / 4, columns 2 (lane % 4)) of the four 8 x 8
+    // quarters. Then one thread stores them, one 64-column box per chunk, and moves on
     // without waiting. Staged in the Q buffer instead (no O buffer), the thread waits for TMA
     // to read them and then tells the producer (q_empty) that its part of the buffer is free.
-    float inv_l[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float l = l_i[r];
-      l += vendor::shfl_xor(l, 1);
-      l += vendor::shfl_xor(l, 2);
-      inv_l[r] = l > 0.0f ? 1.0f / l : 0.0f;
-      const float lse = l > 0.0f ? (m_i[r] * p.scale_log2 + log2f(l)) * 0.69314718f : -INFINITY;
       const std::int64_t row = m0 + r0 + 8 * r;
-      if (lane % 4 == 0 && p.lse != nullptr && row >= 0 && row < p.Nq) p.lse[w.bh * p.Nq + row] = lse;
+      if (lane % 4 == 0 && p.lse != nullptr && row >= 0 && row < p.Nq) p.lse[w.bh * p.Nq + row] = lse[r];
     }
     trace(sm90::TracePhase::o_buffer_wait, -1);
     if constexpr (Cfg::kSeparateO) {
@@ -509,12 +570,22 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::named_barrier_sync(1 + CONSUMERS + consumer, sm90::kWarpgroupThreads);
     }
     trace(sm90::TracePhase::o_write, -1);
-    unsigned char* q_bytes = reinterpret_cast<unsigned char*>(O_smem);
+    {
+      const std::uint32_t o_base = sm90::smem_u32(O_smem);
+      // Lane l addresses row l % 8 of quarter l / 8 of the warp's 16 x 16 block k: quarters
+      // 0 and 1 are rows 0-7 and 8-15 of columns 0-7, quarters 2 and 3 the same of columns 8-15.
+      const int st_row = 64 * consumer + 16 * warp + 8 * ((lane / 8) % 2) + lane % 8, st_col = 8 * (lane / 16);
 #pragma unroll
-    for (int i = 0; i < HEAD_DIM / 2; i += 2) {
-      const int r = (i / 2) % 2, col = 8 * (i / 4) + 2 * (lane % 4);
-      *reinterpret_cast<std::uint32_t*>(q_bytes + sm90::swizzle_128b(BLOCK_M, r0 + 8 * r, col)) =
-          tile::pack2<T>(o_acc[i] * inv_l[r], o_acc[i + 1] * inv_l[r]);
+      for (int k = 0; k < HEAD_DIM / 16; ++k) {
+        std::uint32_t x[4];
+#pragma unroll
+        for (int m = 0; m < 4; ++m) {
+          const int i = 4 * (2 * k + m / 2) + 2 * (m % 2);
+          x[m] = tile::pack2<T>(o_acc[i] * inv_l[m % 2], o_acc[i + 1] * inv_l[m % 2]);
+        }
+        const std::uint32_t addr = o_base + sm90::swizzle_128b(BLOCK_M, st_row, 16 * k + st_col);
+        sm90::stmatrix_x4(addr, x);
+      }
     }
     trace(sm90::TracePhase::o_fence, -1);
     sm90::fence_proxy_async_smem();  // these writes, then TMA's reads
@@ -529,7 +600,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       sm90::tma_store_commit();
       if constexpr (!Cfg::kSeparateO) {
         sm90::tma_store_wait_read();
-        sm90::mbarrier_arrive(q_empty);
+        sm90::mbarrier_arrive(&q_empty[0]);
       }
     }
     ++local;

@@ -347,6 +347,17 @@ __device__ __forceinline__ void tma_store_wait_read() { cuda::ptx::cp_async_bulk
 /// `fence.proxy.async.shared::cta`: this thread's earlier shared-memory writes become visible
 /// to the async proxy (TMA) (PTX ISA 9.7.13.4.18, "membar/fence", proxy fences).
 __device__ __forceinline__ void fence_proxy_async_smem() { cuda::ptx::fence_proxy_async(cuda::ptx::space_shared); }
+/// `stmatrix.sync.aligned.m8n8.x4.shared.b16` (PTX ISA 9.7.14.5.16, sm_90): the warp writes
+/// four 8 x 8 matrices of 16-bit elements to shared memory. Register @p x[m] of lane l holds
+/// row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1 of matrix m (the layout of an mma / wgmma
+/// accumulator pair, packed by tile::pack2); lane l gives in @p addr the shared address
+/// (16-byte aligned, state space shared::cta) of row l % 8 of matrix l / 8. CCCL's cuda::ptx
+/// has no wrapper for it (CUDA 13.0), hence the inline PTX.
+__device__ __forceinline__ void stmatrix_x4(std::uint32_t addr, const std::uint32_t (&x)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(x[0]), "r"(x[1]),
+               "r"(x[2]), "r"(x[3])
+               : "memory");
+}
 // [end:tma_store]
 
 // ---------------------------------------------------------------------------------------
