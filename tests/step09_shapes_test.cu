@@ -182,22 +182,24 @@ TEST(Limits, BatchAndHeadsPastTmaCoordinatesAreRefusedByName) {
 
 // work_tile() divides in 32 bits: B * Hq * ceil(Nq / BLOCK_M) past 2^31 - 1 is refused by
 // name, with the BLOCK_M of the shape that would run, before anything is launched (so also
-// on a machine without a GPU). Heads of 2^30 pass the TMA limits above; with Nq = 257 the
-// default shape (BLOCK_M = 128) makes 3 query tiles of each, and the forced 192-row shape at
-// D = 64 makes 2; 2^30 heads of 128 rows (2^30 work tiles) would be within the limit.
+// on a machine without a GPU). Heads of 2^30 pass the TMA limits above. With Nq = 257 the
+// default shape at D = 128 (BLOCK_M = 128) makes 3 query tiles of each head; with Nq = 129
+// the forced 128-row shape at D = 64 makes 2, where the default 192-row one would make 1
+// (2^30 work tiles, within the limit): so the check must use the forced shape's BLOCK_M.
 TEST(Limits, WorkTilesPast32BitsAreRefusedByName) {
   struct Case {
     int head_dim;
+    std::int64_t seqlen_q;
     const step09::TileShape* forced;
     const char* expected;
   };
-  const step09::TileShape m192{192, 128, 2};
+  const step09::TileShape m128{128, 128, 2};
   const Case cases[] = {
-      {128, nullptr,
+      {128, 257, nullptr,
        "step 09: q.shape[0] (batch) * q.shape[1] (heads_q) * ceil(q.shape[2] (seqlen_q) / 128) (work tiles) = "
        "3221225472 exceeds the 32-bit work-tile index (2147483647)"},
-      {64, &m192,
-       "step 09: q.shape[0] (batch) * q.shape[1] (heads_q) * ceil(q.shape[2] (seqlen_q) / 192) (work tiles) = "
+      {64, 129, &m128,
+       "step 09: q.shape[0] (batch) * q.shape[1] (heads_q) * ceil(q.shape[2] (seqlen_q) / 128) (work tiles) = "
        "2147483648 exceeds the 32-bit work-tile index (2147483647)"},
   };
   for (const Case& c : cases) {
@@ -206,14 +208,14 @@ TEST(Limits, WorkTilesPast32BitsAreRefusedByName) {
     for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
       t->data = reinterpret_cast<void*>(address += std::uintptr_t{1} << 56);  // far apart: no overlap
       t->dtype = DType::bf16;
-      t->shape[0] = 1, t->shape[1] = std::int64_t{1} << 30, t->shape[2] = 257, t->shape[3] = c.head_dim;
-      t->stride[3] = 1, t->stride[2] = c.head_dim, t->stride[1] = 257 * c.head_dim;
+      t->shape[0] = 1, t->shape[1] = std::int64_t{1} << 30, t->shape[2] = c.seqlen_q, t->shape[3] = c.head_dim;
+      t->stride[3] = 1, t->stride[2] = c.head_dim, t->stride[1] = c.seqlen_q * c.head_dim;
       t->stride[0] = t->shape[1] * t->stride[1];
     }
     try {
       if (c.forced != nullptr) step09::attention_forward_with(a, nullptr, *c.forced);
       else step09::attention_forward(a, nullptr);
-      ADD_FAILURE() << "accepted 2^30 heads of 257 query rows at head_dim " << c.head_dim;
+      ADD_FAILURE() << "accepted 2^30 heads of " << c.seqlen_q << " query rows at head_dim " << c.head_dim;
     } catch (const Unsupported& e) {
       EXPECT_EQ(std::string(e.what()), c.expected);
     }

@@ -9,9 +9,9 @@
 //     producer loads the next tile's first K while the consumers still finish this one
 //   - the epilogue goes out through TMA: each consumer writes its O rows into an O buffer
 //     (swizzled, as TMA reads it), and one thread stores them with one tile copy per 64
-//     columns; a ragged last tile clips itself. A q_empty barrier tells the producer when the
-//     Q buffer may take the next tile's Q: as soon as the consumers' last S = Q K^T is done,
-//     so that it loads during their last softmax, P V and epilogue. The 176-key tiles leave
+//     columns; a ragged last tile clips itself. A q_empty barrier per Q buffer tells the producer when
+//     the buffer may take another tile's Q: as soon as the consumers' last S = Q K^T of the
+//     tile in it is done. The 176-key tiles leave
 //     no room for an O buffer; they stage O in the Q buffer, which is then free only once O
 //     has left it
 //   - a configuration space per head dim (wgmma takes N up to 256 in steps of 8): D = 128
@@ -49,13 +49,13 @@
 // consumers' epilogues too; a masked problem's padded rows cost the lightest tile, not
 // the heaviest; and between two work tiles a consumer no longer works out indices (the
 // producer does) or waits on the LSE's arithmetic (it runs beside the last P V): about
-// 1,200 cycles less per work tile and consumer.
+// 1,000-1,300 cycles less per work tile and consumer.
 // Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 615.0 TFLOP/s
 // (results/nvidia-h200/step09.json, commit d878171).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
 // run and timed by the same loop: faster than step 08 at every point; at or above cuDNN at
-// just over half the points, most of them the longest problems, and short of it on shorter
-// ones (most on the shortest causal ones), which the course's goal asks to pass.
+// about two thirds of the points, most of them the longest problems, and short of it on
+// shorter ones (most on the shortest causal ones), which the course's goal asks to pass.
 // Limits: as step 08: fp16/bf16; head_dim a multiple of 8 up to 128 (compiled for 64 and 128,
 // others zero-padded by TMA); 16-byte aligned tensors and strides; sm_90 (H100/H200) only.
 // Chapter: book/steps/09_persistent.md
@@ -97,8 +97,9 @@ struct TileInfo {
 // producer warpgroup, BLOCK_N keys at a time through STAGES buffers of K and of V, every tile
 // stored as HEAD_DIM / 64 swizzled chunks of [rows][64]. New: BLOCK_N may be 160 or 176 (any
 // multiple of 16 up to 256 is a wgmma N and a whole number of P V k-steps; 176 is the widest
-// whose S, P and O fit 240 registers at D = 128), an O buffer where it fits, and a q_empty
-// barrier.
+// whose S, P and O fit 240 registers at D = 128), an O buffer where it fits, a second Q
+// buffer where that fits too, a q_empty barrier per Q buffer, and a TileInfo per Q buffer
+// (the work tile whose Q it holds, as the producer hands it to the consumers).
 constexpr std::size_t kMaxSmem = 227 * 1024;  // dynamic shared memory a block may take (sm_90)
 template <int HEAD_DIM_, int CONSUMERS_, int BLOCK_N_, int STAGES_>
 struct TileConfig {
@@ -125,9 +126,8 @@ struct TileConfig {
   /// staged in Q; then, where it fits, a second Q buffer.
   static constexpr std::size_t kSmemSharedO =
       1024 + kQBytes + 2 * STAGES * kKvBytes + 8 * (4 + 4 * STAGES) + 2 * sizeof(TileInfo);
-  /// O gets a buffer of its own where one fits (every shape but 128 x 176 at D = 128): Q is
-  /// then free once the last S = Q K^T of a work tile is done, and the next tile's Q loads
-  /// during the last softmax, P V and epilogue.
+  /// O gets a buffer of its own where one fits (every shape but 128 x 176 at D = 128): a Q
+  /// buffer is then free once the last S = Q K^T of its work tile is done.
   static constexpr bool kSeparateO = kSmemSharedO + kQBytes <= kMaxSmem;
   /// A second Q buffer where it fits beside the O buffer (128 x 128 at D = 128, every D = 64
   /// shape): the next work tile's Q then loads while this one's is still in use.
@@ -154,9 +154,9 @@ __device__ __forceinline__ std::int64_t dealt_tile(std::int64_t wave) {
 }
 template <int BLOCK_M, int BLOCK_N, typename T>
 __device__ __forceinline__ WorkTile work_tile(const Params<T>& p, std::int64_t t) {
-  // In 32 bits (check_work_tiles() refuses more than 2^31 - 1 work tiles): a 64-bit division is a software
-  // routine of dozens of instructions, and these run between one work tile's epilogue and
-  // the next one's first S.
+  // In 32 bits (check_work_tiles() refuses more than 2^31 - 1 work tiles): a 64-bit
+  // division is a software routine of dozens of instructions. Only the producer runs this
+  // (the consumers read its result from the TileInfo of the tile's Q buffer).
   const auto t32 = static_cast<std::uint32_t>(t), m_tiles = static_cast<std::uint32_t>(p.m_tiles);
   const auto Hq = static_cast<std::uint32_t>(p.Hq), BH = static_cast<std::uint32_t>(p.B) * Hq;
   WorkTile w;
@@ -312,7 +312,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   auto next_turn = [&] { sm90::named_barrier_arrive(1 + (consumer + 1) % CONSUMERS, 2 * sm90::kWarpgroupThreads); };
   if (consumer == CONSUMERS - 1) sm90::named_barrier_arrive(1, 2 * sm90::kWarpgroupThreads);
   const int r0 = 64 * consumer + 16 * warp + lane / 4;                       // row within the block
-  // This warpgroup's 64 rows of Q, as the A operand of S = Q K^T.
   std::uint32_t it = 0, local = 0;
 
   for (std::int64_t wave = 0; wave * gridDim.x < work_tiles; ++wave) {
@@ -325,6 +324,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     const WorkTile w = tile_info[qb].w;
     const std::int64_t m0 = w.m0, n_tiles = w.n_tiles, wg_row0 = m0 + 64 * consumer;
     const std::int64_t wg_tiles = tile_info[qb].wg_tiles[consumer], wg_full_tiles = tile_info[qb].wg_full_tiles[consumer];
+    // Every lane has read the TileInfo before lane 0 arrives on q_empty[qb] (which lets the
+    // producer overwrite it): a release orders only its own thread's reads.
+    __syncwarp();
     // This warpgroup's 64 rows of Q, as the A operand of S = Q K^T.
     const std::uint64_t q_desc =
         sm90::desc_k_major(sm90::smem_u32(Q_smem + qb * BLOCK_M * HEAD_DIM) + 64 * consumer * 128);
@@ -656,7 +658,7 @@ void launch(const AttentionArgs& args, vendor::Stream stream) {
 }
 
 // work_tile() divides in 32 bits: more than 2^31 - 1 work tiles (reachable: head_dim 8,
-// seqlen_q 1 and 2^31 heads fit an H200) are refused by name, before anything is launched.
+// seqlen_q 1, batch 2 and 2^30 heads fit an H200) are refused by name, before anything is launched.
 void check_work_tiles(const AttentionArgs& args, int block_m) {
   const std::int64_t work_tiles = args.batch() * args.heads_q() * ((args.seqlen_q() + block_m - 1) / block_m);
   if (work_tiles > std::numeric_limits<std::int32_t>::max())

@@ -63,7 +63,7 @@ PHASES: dict[str, tuple[str, str]] = {
     "o_write": ("epilogue: O / l into shared memory", "#a0522d"),
     "o_fence": ("epilogue: proxy fence, barrier", "#d6616b"),
     "o_store": ("TMA issue: O", "#636363"),
-    "next_tile": ("next work tile's indices", "#9edae5"),
+    "next_tile": ("on to the next work tile", "#9edae5"),
 }
 # Where a step's code does other work in a phase than PHASES' label says, its own label: step
 # 09 rescales O inside its turn (after issuing S, before the P V), so its "rescale" mark only

@@ -73,7 +73,8 @@ enum class TracePhase : std::uint16_t {
   o_write,        ///< writes O / l into the O buffer (shared memory, swizzled as TMA reads it)
   o_fence,        ///< proxy fence (the writes, then TMA's reads) and its warpgroup's barrier
   o_store,        ///< issues O's TMA stores
-  next_tile,      ///< the next work tile's indices and accumulators, up to its first wait
+  next_tile,      ///< from the end of the epilogue to the next work tile's first mark (step 09
+                  ///< before d878171: the next tile's indices and accumulators; since: the loop's back edge)
   count_          ///< number of values (not a phase)
 };
 
