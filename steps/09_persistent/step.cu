@@ -82,6 +82,7 @@ namespace flashsteps::step09 {
 
 namespace {
 
+constexpr int kMaxConsumers = 3;  // consumer warpgroups a block may have (64 Ki registers)
 struct WorkTile {
   std::int64_t bh, b, h, hk, m0, n_tiles;
 };
@@ -89,7 +90,7 @@ struct WorkTile {
 // indices and, per consumer, the key tiles its 64 rows see and how many of them no mask touches.
 struct TileInfo {
   WorkTile w;
-  std::int32_t wg_tiles[3], wg_full_tiles[3];
+  std::int32_t wg_tiles[kMaxConsumers], wg_full_tiles[kMaxConsumers];
 };
 
 // [start:tile_config]
@@ -120,7 +121,8 @@ struct TileConfig {
   static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 160 || BLOCK_N == 176,
                 "BLOCK_N is a wgmma N this step instantiates");
   static_assert(STAGES >= 2, "STAGES must be at least 2 (one K/V buffer loading, one in use)");
-  static_assert(CONSUMERS >= 2 && CONSUMERS <= 3, "ping-pong needs two consumers; four would not fit 64 Ki registers");
+  static_assert(CONSUMERS >= 2 && CONSUMERS <= kMaxConsumers,
+                "ping-pong needs two consumers; four would not fit 64 Ki registers");
   /// Q, STAGES K and V tiles, the mbarriers, two TileInfo slots, and 1 KiB of slack to align
   /// the tiles to the 1024-byte period of the swizzle; then an O buffer of Q's size, or O
   /// staged in Q; then, where it fits, a second Q buffer.
