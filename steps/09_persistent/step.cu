@@ -34,7 +34,8 @@
 //     where the consumers read them when Q has landed; it loads K one tile ahead of V, so
 //     that a K tile never queues behind a V buffer that is still in use
 //   - a second Q buffer where it fits (128 x 128 at D = 128, every D = 64 shape), so that
-//     the next work tile's Q loads while this one's is in use
+//     the next work tile's Q loads while this one's is in use: the producer issues it as soon
+//     as this tile's first V is on its way, not after this tile's last K/V load
 //   - the epilogue's row sums, 1 / l and LSE are computed, without branches, while the last
 //     P V is on the tensor cores, and O goes into shared memory with stmatrix (one store per
 //     16 columns instead of one per 2)
@@ -224,8 +225,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   // [start:producer]
   // The producer walks the same work tiles as the consumers. K/V tile number `it` counts on
-  // across work tiles: buffer it % STAGES, phase it / STAGES. The next work tile's first K is
-  // loaded before waiting for q_empty, so it is in flight while the consumers finish this one.
+  // across work tiles: buffer it % STAGES, phase it / STAGES. A work tile's first K is loaded
+  // before its Q, so that it is in flight while the consumers finish the tile before; with two
+  // Q buffers the Q itself went out during that tile (load_q below says when).
   // Work tile `local` goes to Q buffer local % kQBuffers, with its TileInfo in the slot of
   // that buffer: the consumers read it once q_full completes, so the indices, divisions
   // included, are worked out here, where the producer would otherwise wait, and not by every
@@ -258,37 +260,70 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                             static_cast<int>(j * BLOCK_N), static_cast<int>(w.hk), static_cast<int>(w.b),
                             &v_full[stage]);
       };
-      for (std::int64_t wave = 0; wave * gridDim.x < work_tiles; ++wave) {
-        const std::int64_t t = dealt_tile(wave);
-        if (t >= work_tiles) continue;  // the last wave is short
-        const WorkTile w = work_tile<BLOCK_M, BLOCK_N>(p, t);
-        if (w.n_tiles > 0) load_k(w, 0);
-        std::int32_t wg_tiles[CONSUMERS], wg_full_tiles[CONSUMERS];
+      // Work tile number q_local's TileInfo and Q into Q buffer q_local % kQBuffers, once the
+      // consumers are done with the work tile that used that buffer before (q_local -
+      // kQBuffers). With one Q buffer that wait is long (for the consumers' last S, or for O to
+      // leave the buffer), and each consumer's share of the tile is worked out before it; with
+      // two it is short (see load_next_q below), and the shares are worked out after it,
+      // straight into the slot: held across the wait beside this tile's indices and the next
+      // one's, they would not fit in the producer's 24 registers (a traced build spilled).
+      constexpr bool kEarlyQ = Cfg::kQBuffers == 2;
+      auto shares = [&](const WorkTile& w, TileInfo& info) {
 #pragma unroll
         for (int c = 0; c < CONSUMERS; ++c) {
           // Consumer c's share of the tile, as step 08; none where its rows lie before row 0
           // (the first tile of a masked problem, see work_tile()) or past the last.
           const std::int64_t row0 = w.m0 + 64 * c, last_row = (row0 + 64 < p.Nq ? row0 + 64 : p.Nq) - 1;
           const bool has_rows = row0 >= 0 && row0 < p.Nq;
-          wg_tiles[c] = has_rows ? static_cast<std::int32_t>((last_visible_key(p.mask, last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N) : 0;
-          wg_full_tiles[c] = has_rows ? static_cast<std::int32_t>((last_visible_key(p.mask, row0, p.Nq, p.Nk) + 1) / BLOCK_N) : 0;
+          info.wg_tiles[c] = has_rows ? static_cast<std::int32_t>((last_visible_key(p.mask, last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N) : 0;
+          info.wg_full_tiles[c] = has_rows ? static_cast<std::int32_t>((last_visible_key(p.mask, row0, p.Nq, p.Nk) + 1) / BLOCK_N) : 0;
         }
-        // Q buffer qb, last used by work tile local - kQBuffers.
-        const std::uint32_t qb = local % Cfg::kQBuffers;
-        if (local >= Cfg::kQBuffers) sm90::mbarrier_wait(&q_empty[qb], ((local - Cfg::kQBuffers) / Cfg::kQBuffers) % 2, "q_empty");
+      };
+      auto load_q = [&](const WorkTile& w, std::uint32_t q_local) {
+        const std::uint32_t qb = q_local % Cfg::kQBuffers;
+        TileInfo info;
+        if constexpr (!kEarlyQ) shares(w, info);
+        if (q_local >= Cfg::kQBuffers) sm90::mbarrier_wait(&q_empty[qb], ((q_local - Cfg::kQBuffers) / Cfg::kQBuffers) % 2, "q_empty");
         // The consumers read it once q_full completes (the arrival below releases these writes).
         tile_info[qb].w = w;
+        if constexpr (kEarlyQ) {
+          shares(w, tile_info[qb]);
+        } else {
 #pragma unroll
-        for (int c = 0; c < CONSUMERS; ++c) tile_info[qb].wg_tiles[c] = wg_tiles[c], tile_info[qb].wg_full_tiles[c] = wg_full_tiles[c];
+          for (int c = 0; c < CONSUMERS; ++c) tile_info[qb].wg_tiles[c] = info.wg_tiles[c], tile_info[qb].wg_full_tiles[c] = info.wg_full_tiles[c];
+        }
         trace(sm90::TracePhase::q_load, it);
         sm90::mbarrier_arrive_expect_tx(&q_full[qb], Cfg::kQBytes);
         for (int c = 0; c < CHUNKS; ++c)
           sm90::tma_load_4d(Q_smem + (qb * CHUNKS + c) * BLOCK_M * 64, &q_map, c * 64, static_cast<int>(w.m0),
                             static_cast<int>(w.h), static_cast<int>(w.b), &q_full[qb]);
+      };
+      // With two Q buffers the next work tile's Q goes out early, as soon as this tile's first
+      // V is on its way, and lands while the consumers still work on this tile. The Q buffer
+      // it takes was the previous work tile's, free once every consumer is past that tile's
+      // last S; with two stages, the V buffer this tile's first V reuses was released after
+      // that S (by the previous tile's second-to-last P V, which each consumer waits for
+      // after issuing its last S, where it had two key tiles or more), so the wait for
+      // q_empty is short. With one Q buffer the next Q can only go out once this tile's last
+      // S is done: after its loads, as before.
+      for (std::int64_t wave = 0; wave * gridDim.x < work_tiles; ++wave) {
+        const std::int64_t t = dealt_tile(wave);
+        if (t >= work_tiles) continue;  // the last wave is short
+        const WorkTile w = work_tile<BLOCK_M, BLOCK_N>(p, t);
+        if (w.n_tiles > 0) load_k(w, 0);
+        if (!kEarlyQ || local == 0) load_q(w, local);  // else loaded during the previous work tile
+        // The next work tile of this block, if any, is that of the next wave (only the last
+        // wave is short).
+        auto load_next_q = [&] {
+          const std::int64_t t_next = dealt_tile(wave + 1);
+          if (t_next < work_tiles) load_q(work_tile<BLOCK_M, BLOCK_N>(p, t_next), local + 1);
+        };
         for (std::int64_t j = 0; j < w.n_tiles; ++j) {  // K one tile ahead of V
           if (j + 1 < w.n_tiles) load_k(w, j + 1);
           load_v(w, j);
+          if (kEarlyQ && j == 0) load_next_q();
         }
+        if (kEarlyQ && w.n_tiles == 0) load_next_q();
         it += static_cast<std::uint32_t>(w.n_tiles);
         ++local;
       }
