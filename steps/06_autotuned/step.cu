@@ -8,7 +8,12 @@
 //     breaks a rule
 //   - one new kernel variant joins the space, OVERLAP: S of tile j + 1 is computed before the
 //     softmax of tile j, so one warp can keep the tensor cores and the FP32 units busy at once
-//     (three K/V stages, two S accumulators); otherwise the kernel is step 05's
+//     (three K/V stages, two S accumulators); otherwise the kernel is step 05's but for the
+//     next point
+//   - P is rounded to 16 bits once, right after the row sums and before the rescale of O
+//     (tile::pack_p), and the mask compares column offsets, not columns: ptxas then fits
+//     128 x 128 x 4 at D = 64, the shape most D = 64 problems run, without spilling
+//     (+0.5% to +5.4% on the H200 in an A/B, results/nvidia-h200/runs/step06-packed-p-cbf72b0/)
 //   - a runtime tuner times every surviving shape once per key (device, dtype, head dim,
 //     causal, seqlen bucket) and caches its choice in JSON; without tuning, a table measured
 //     on the H200 and checked in (steps/06_autotuned/tuned/) or, elsewhere, step 05's fixed
@@ -191,15 +196,20 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
     const int stage = static_cast<int>(j % STAGES);
     const std::int64_t n0 = j * BLOCK_N;
     if constexpr (MASKED) {  // some key of the tile is hidden from some row
-      // Last visible column of each of this lane's rows, relative to the tile (-1: none).
+      // Last visible column of each of this lane's rows, relative to the tile (-1: none), less
+      // the lane's first column col0, and so are the columns compared with it: what is left of
+      // a column is a constant (an immediate of the compare), not one more register per column
+      // while the compiler computes the compares early, under the MMAs of S (with P's packing
+      // below, what keeps 128x128x4 at D = 64 from spilling).
+      const int col0 = SAcc::col(0);
       int last_col[kSlots];
 #pragma unroll
       for (int s = 0; s < kSlots; ++s) {
         const std::int64_t last = last_visible_key(p.mask, row0 + SAcc::slot_row(s), p.Nq, p.Nk) - n0;
-        last_col[s] = static_cast<int>(last < -1 ? -1 : last > BLOCK_N ? BLOCK_N : last);
+        last_col[s] = static_cast<int>(last < -1 ? -1 : last > BLOCK_N ? BLOCK_N : last) - col0;
       }
       s_acc.for_each([&](int s, int, int col, float& x) {
-        if (col > last_col[s]) x = -INFINITY;
+        if (col - col0 > last_col[s]) x = -INFINITY;
       });
     }
     float m_new[kSlots], m_use[kSlots], alpha[kSlots];
@@ -219,13 +229,23 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
     }
     tile::exp2_rows(s_acc, m_use, p.scale_log2);  // s_acc now holds P (unnormalised)
     tile::row_sum(s_acc, l_i);
+    // P rounded to T now, before the rescale of O: the float accumulator of S dies here, not
+    // after the branch below, which it would otherwise live across (128x128x4 at D = 64 and
+    // 128x64x4 at D = 96 spilled without it). The same rounding mma_AB() does, so the same
+    // result. Not with OVERLAP: there the packed P of tile j lives beside S of tile j + 1, and
+    // 128x32x4x3 at D = 128 spills instead.
+    [[maybe_unused]] tile::PackedP<T, WARP_M, BLOCK_N> p_packed;
+    if constexpr (!Cfg::OVERLAP) p_packed = tile::pack_p<T>(s_acc);
     // Rescale O only when some row's max grew (alpha != 1): after the first tiles a new
     // maximum is rare, and the multiply by exactly 1 it skips changes nothing.
     bool grew = false;
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) grew = grew || alpha[s] != 1.0f;
     if (tile::warp_any(grew)) tile::mul_row(o_acc, alpha);
-    tile::mma_AB<HEAD_DIM, T>(o_acc, s_acc, V_smem + stage * BLOCK_N * PITCH);
+    if constexpr (!Cfg::OVERLAP)
+      tile::mma_AB<HEAD_DIM, T>(o_acc, p_packed, V_smem + stage * BLOCK_N * PITCH);
+    else
+      tile::mma_AB<HEAD_DIM, T>(o_acc, s_acc, V_smem + stage * BLOCK_N * PITCH);
   };
   // One KV tile, as in step 05.
   auto kv_tile = [&](std::int64_t j, auto masked_tag) {

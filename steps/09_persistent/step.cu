@@ -55,7 +55,7 @@
 // (results/nvidia-h200/step09.json, commit 1a9acaa).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
 // run and timed by the same loop: faster than step 08 at every point; at or above cuDNN at
-// almost three quarters of the points from N = 1024, most of them the longer problems, and
+// almost three quarters of the points the goal counts, most of them the longer problems, and
 // short of it on shorter ones (most on the shortest causal ones at D = 128), which the
 // course's goal asks to pass.
 // Limits: as step 08: fp16/bf16; head_dim a multiple of 8 up to 128 (compiled for 64 and 128,

@@ -15,6 +15,7 @@
 ///
 ///     mma_ABt(S, sQ, sK)      S[r][c]  = sum_k Q[r][k] * K[c][k]         (S = Q K^T)
 ///     mma_AB(O, P, sV)        O[r][c] += sum_k P[r][k] * V[k][c]         (O += P V, P rounded to T)
+///     pack_p<T>(P)            P rounded to T once, as mma_AB's operand; mma_AB(O, packed P, sV)
 ///     mma_ABt_plain, mma_AB_plain: the same products with the operands read by plain
 ///                             shared-memory loads, and P read from shared memory (step 04a)
 ///     row_max(S, m)           m[r]     = max(m[r], max_c S[r][c])

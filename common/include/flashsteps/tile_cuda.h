@@ -339,6 +339,47 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
   mma_AB_at<D, T>(o, p, [&](int kk, int j) { return v_base + 2 * (16 * kk * pitch + 16 * j); });
 }
 
+// [introduced:06] P packed once
+/// P of one warp rounded to T and packed, as the A fragments of every k-step of O += P V
+/// (p_fragment() of each): two 16-bit values per register, KEYS / 4 registers per row tile
+/// and lane instead of the accumulator's KEYS / 2. FlashAttention-2 converts P so, right after
+/// the softmax; packed before the rescale of O, the float accumulator of S is dead by then.
+template <typename T, int ROWS, int KEYS>
+struct PackedP {
+  std::uint32_t a[ROWS / 16][KEYS / 16][4];  ///< the A fragment of row tile i, k-step kk
+};
+/// P of the accumulator @p p rounded to T (nearest even) and packed.
+template <typename T, int ROWS, int KEYS>
+__device__ __forceinline__ PackedP<T, ROWS, KEYS> pack_p(const Acc<ROWS, KEYS>& p) {
+  PackedP<T, ROWS, KEYS> out;
+#pragma unroll
+  for (int i = 0; i < ROWS / 16; ++i)
+#pragma unroll
+    for (int kk = 0; kk < KEYS / 16; ++kk) p_fragment<T>(out.a[i][kk], p, i, kk);
+  return out;
+}
+/// O += P V as mma_AB(), with P already packed (pack_p()): the same ldmatrix loads and
+/// products in the same order, so the same result.
+template <int D, typename T, int ROWS, int KEYS>
+__device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const PackedP<T, ROWS, KEYS>& p, const T* sV) {
+  constexpr int pitch = smem_pitch(D);
+  const int lane = threadIdx.x % 32;
+  const std::uint32_t v_base =
+      smem_addr(sV + FLASHSTEPS_LDMATRIX_TRANS_B_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_TRANS_B_COL(lane));
+#pragma unroll
+  for (int kk = 0; kk < KEYS / 16; ++kk)
+#pragma unroll
+    for (int j = 0; j < D / 16; ++j) {
+      std::uint32_t b[4];  // b0, b1 of output atom 2j, then of atom 2j + 1
+      ldmatrix_x4_trans(b, v_base + 2 * (16 * kk * pitch + 16 * j));
+#pragma unroll
+      for (int i = 0; i < ROWS / 16; ++i) {
+        mma_16816<T>(o.x[i][2 * j], p.a[i][kk], b[0], b[1]);
+        mma_16816<T>(o.x[i][2 * j + 1], p.a[i][kk], b[2], b[3]);
+      }
+    }
+}
+
 // [introduced:10] the swizzled layout
 /// mma_ABt() on tiles in the Swizzled layout (tile.h): A is the warp's ROWS x D rows at @p sA,
 /// B the COLS x D rows at @p sB, both written with Swizzled::offset<D> (rows D elements apart,

@@ -257,5 +257,38 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
   }
 }
 
+// [introduced:06] P packed once
+/// P of one wavefront rounded to T, as the B operands of every k-step of O^T += V^T P^T (what
+/// mma_AB() converts per k-step), all at once: half the registers of the accumulator.
+template <typename T, int ROWS, int KEYS>
+struct PackedP {
+  operand4<T> a[ROWS / 16][KEYS / 16];  ///< the operand of row tile i, k-step kk
+};
+/// P of the accumulator @p p rounded to T and packed.
+template <typename T, int ROWS, int KEYS>
+__device__ __forceinline__ PackedP<T, ROWS, KEYS> pack_p(const Acc<ROWS, KEYS>& p) {
+  PackedP<T, ROWS, KEYS> out;
+#pragma unroll
+  for (int i = 0; i < ROWS / 16; ++i)
+#pragma unroll
+    for (int kk = 0; kk < KEYS / 16; ++kk) out.a[i][kk] = convert4<T>(p.x[i][kk]);
+  return out;
+}
+/// O += P V as mma_AB(), with P already packed (pack_p()).
+template <int D, typename T, int ROWS, int KEYS>
+__device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const PackedP<T, ROWS, KEYS>& p, const T* sV) {
+  constexpr int pitch = smem_pitch(D);
+  const int lane = threadIdx.x % 64;
+#pragma unroll
+  for (int kk = 0; kk < KEYS / 16; ++kk)
+#pragma unroll
+    for (int j = 0; j < D / 16; ++j) {
+      const operand4<T> vt =
+          load4_column(sV + FLASHSTEPS_MFMA_A_COL(16 * kk, lane, 0) * pitch + 16 * j + FLASHSTEPS_MFMA_A_ROW(0, lane), pitch);
+#pragma unroll
+      for (int i = 0; i < ROWS / 16; ++i) mfma_16x16x16<T>(o.x[i][j], vt, p.a[i][kk]);
+    }
+}
+
 // [introduced:04a] the end of the namespace
 }  // namespace flashsteps::tile
