@@ -308,19 +308,20 @@ __device__ __forceinline__ void mma_ABt(Acc<ROWS, COLS>& s, const T* sA, const T
 
 /// O += P V for one warp, V's fragments read transposed by ldmatrix from where @p v_addr(kk, j)
 /// says: the lane's shared-space address for keys 16 kk to 16 kk + 15, columns 16 j to 16 j + 15.
-template <int D, typename T, int ROWS, int KEYS, typename VAddr>
-__device__ __forceinline__ void mma_AB_at(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p, VAddr v_addr) {
+/// P is the accumulator of S (rounded to T here), or anything else p_fragment() takes apart.
+template <int D, typename T, int KEYS, int ROWS, typename P, typename VAddr>
+__device__ __forceinline__ void mma_AB_at(Acc<ROWS, D>& o, const P& p, VAddr v_addr) {
 #pragma unroll
   for (int kk = 0; kk < KEYS / 16; ++kk) {
-    std::uint32_t a[Acc<ROWS, KEYS>::kRowTiles][4];
+    std::uint32_t a[ROWS / 16][4];
 #pragma unroll
-    for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) p_fragment<T>(a[i], p, i, kk);
+    for (int i = 0; i < ROWS / 16; ++i) p_fragment<T>(a[i], p, i, kk);
 #pragma unroll
     for (int j = 0; j < D / 16; ++j) {
       std::uint32_t b[4];  // b0, b1 of output atom 2j, then of atom 2j + 1
       ldmatrix_x4_trans(b, v_addr(kk, j));
 #pragma unroll
-      for (int i = 0; i < Acc<ROWS, KEYS>::kRowTiles; ++i) {
+      for (int i = 0; i < ROWS / 16; ++i) {
         mma_16816<T>(o.x[i][2 * j], a[i], b[0], b[1]);
         mma_16816<T>(o.x[i][2 * j + 1], a[i], b[2], b[3]);
       }
@@ -336,7 +337,7 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
   const int lane = threadIdx.x % 32;
   const std::uint32_t v_base =
       smem_addr(sV + FLASHSTEPS_LDMATRIX_TRANS_B_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_TRANS_B_COL(lane));
-  mma_AB_at<D, T>(o, p, [&](int kk, int j) { return v_base + 2 * (16 * kk * pitch + 16 * j); });
+  mma_AB_at<D, T, KEYS>(o, p, [&](int kk, int j) { return v_base + 2 * (16 * kk * pitch + 16 * j); });
 }
 
 // [introduced:06] P packed once
@@ -348,6 +349,12 @@ template <typename T, int ROWS, int KEYS>
 struct PackedP {
   std::uint32_t a[ROWS / 16][KEYS / 16][4];  ///< the A fragment of row tile i, k-step kk
 };
+/// The A fragment of k-step @p kk of row tile @p i of a packed P, for mma_AB_at(): made already.
+template <typename T, int ROWS, int KEYS>
+__device__ __forceinline__ void p_fragment(std::uint32_t (&a)[4], const PackedP<T, ROWS, KEYS>& p, int i, int kk) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) a[r] = p.a[i][kk][r];
+}
 /// P of the accumulator @p p rounded to T (nearest even) and packed.
 template <typename T, int ROWS, int KEYS>
 __device__ __forceinline__ PackedP<T, ROWS, KEYS> pack_p(const Acc<ROWS, KEYS>& p) {
@@ -366,18 +373,7 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const PackedP<T, ROWS, K
   const int lane = threadIdx.x % 32;
   const std::uint32_t v_base =
       smem_addr(sV + FLASHSTEPS_LDMATRIX_TRANS_B_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_TRANS_B_COL(lane));
-#pragma unroll
-  for (int kk = 0; kk < KEYS / 16; ++kk)
-#pragma unroll
-    for (int j = 0; j < D / 16; ++j) {
-      std::uint32_t b[4];  // b0, b1 of output atom 2j, then of atom 2j + 1
-      ldmatrix_x4_trans(b, v_base + 2 * (16 * kk * pitch + 16 * j));
-#pragma unroll
-      for (int i = 0; i < ROWS / 16; ++i) {
-        mma_16816<T>(o.x[i][2 * j], p.a[i][kk], b[0], b[1]);
-        mma_16816<T>(o.x[i][2 * j + 1], p.a[i][kk], b[2], b[3]);
-      }
-    }
+  mma_AB_at<D, T, KEYS>(o, p, [&](int kk, int j) { return v_base + 2 * (16 * kk * pitch + 16 * j); });
 }
 
 // [introduced:10] the swizzled layout
@@ -407,7 +403,7 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const Acc<ROWS, KEYS>& p
   const int v_row = FLASHSTEPS_LDMATRIX_TRANS_B_ROW(lane), v_col = FLASHSTEPS_LDMATRIX_TRANS_B_COL(lane);
   const int v_xor = v_row % 8 * kChunk;
   const std::uint32_t v_base = smem_addr(sV + v_row * D);
-  mma_AB_at<D, T>(o, p, [&](int kk, int j) { return v_base + 2 * (16 * kk * D + ((16 * j + v_col) ^ v_xor)); });
+  mma_AB_at<D, T, KEYS>(o, p, [&](int kk, int j) { return v_base + 2 * (16 * kk * D + ((16 * j + v_col) ^ v_xor)); });
 }
 
 // [introduced:04a] the end of the namespace
