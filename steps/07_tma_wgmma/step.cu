@@ -18,11 +18,11 @@
 // Why it is faster: one wgmma.m64n128k16, issued by the warpgroup's four warps, does the work
 // of 64 mma.sync.m16n8k16 (16 per warp), and its operands need no register round trip, so
 // about a third fewer instructions are issued per FLOP (Nsight Compute, in the chapter); TMA moves a tile with one instruction instead of 16-byte copies from every thread.
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 548.5 TFLOP/s, 1.60x step 06's
-// 342.9 in the same run (results/nvidia-h200/, commit e1ddb9b); over the 40 fp16 and bf16, D = 64
-// and 128, N = 1024-16384 problems, 1.47x step 06 (geometric mean; 1.11-1.70) and 1.10-1.72x
-// PyTorch SDPA's FlashAttention-2 backend (geometric mean 1.43). The chapter has every point,
-// the comparison with cuDNN, and why the shortest causal problems gain the least: at the
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 548.5 TFLOP/s
+// (results/nvidia-h200/step07.json, commit e1ddb9b); over the 40 fp16 and bf16, D = 64 and 128,
+// N = 1024-16384 problems, 1.10-1.72x PyTorch SDPA's FlashAttention-2 backend (geometric mean
+// 1.43), measured in the same run. The chapter compares it with step 06 of that run at every
+// point, with cuDNN, and says why the shortest causal problems gain the least: at the
 // shortest length the goal counts, they are the four points where step 07 misses the course's
 // goal over step 06.
 // Limits: fp16/bf16; head_dim a multiple of 8 up to 128 (compiled for 64 and 128, others

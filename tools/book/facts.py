@@ -919,8 +919,9 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
                    "gemm": against_ceiling(records, ceilings, num, "bf16_gemm"),
                    "causal": causal(records, num), "roofline": roofline(points, ceilings, num),
                    "sdpa": sdpa((runs or {}).get(sdpa_run(records, runs, num) or "", []) or records, num)}
-        if num in SDPA_TARGETS:
-            v["sdpa_target"] = sdpa_target(records, num, SDPA_TARGETS[num])
+        if num in SDPA_TARGETS:  # judged on the same run as "sdpa" above, where there is one
+            v["sdpa_target"] = sdpa_target((runs or {}).get(sdpa_run(records, runs, num) or "", []) or records,
+                                           num, SDPA_TARGETS[num])
         for key, spec in VERSUS.get(num, {}).items():
             run = spec.get("run")
             v[f"versus_{key}"] = versus((runs or {}).get(run, []) if run else records, num, spec)
