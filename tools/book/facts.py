@@ -909,6 +909,8 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
     out["step_pages"] = [f"steps/{getattr(s, 'name', None) or s.number}" for s in steps]
     for s in steps:
         num, base = s.number, s.base
+        # The records of the run that holds the step's published file and SDPA beside it, else all.
+        same_run = (runs or {}).get(sdpa_run(records, runs, num) or "", []) or records
         v: dict = {"number": num, "base": base,
                    "headline": headline(records, num, base),
                    "speedups": speedups(records, num, base),
@@ -918,10 +920,9 @@ def facts(records: list[fr.Record], ceilings: list[fr.Ceiling], points: list[pr.
                    "fma_target": f"{100 * FMA_TARGET:.0f}",
                    "gemm": against_ceiling(records, ceilings, num, "bf16_gemm"),
                    "causal": causal(records, num), "roofline": roofline(points, ceilings, num),
-                   "sdpa": sdpa((runs or {}).get(sdpa_run(records, runs, num) or "", []) or records, num)}
-        if num in SDPA_TARGETS:  # judged on the same run as "sdpa" above, where there is one
-            v["sdpa_target"] = sdpa_target((runs or {}).get(sdpa_run(records, runs, num) or "", []) or records,
-                                           num, SDPA_TARGETS[num])
+                   "sdpa": sdpa(same_run, num)}
+        if num in SDPA_TARGETS:  # judged on the same run as "sdpa" above
+            v["sdpa_target"] = sdpa_target(same_run, num, SDPA_TARGETS[num])
         for key, spec in VERSUS.get(num, {}).items():
             run = spec.get("run")
             v[f"versus_{key}"] = versus((runs or {}).get(run, []) if run else records, num, spec)

@@ -443,6 +443,22 @@ def test_a_step_is_compared_with_the_sdpa_of_its_own_run():
     assert v["step04"]["sdpa"][0]["base_tflops"] != fr.fmt_tflops(published.tflops)
 
 
+def test_a_steps_sdpa_target_is_judged_on_its_own_run():
+    """facts: the target against SDPA (SDPA_TARGETS) counts the same ratios as "sdpa", those
+    of the run that holds the published file, not the published SDPA files."""
+    results = REPO / "results"
+    runs = fr.load_runs(results)
+    records = fr.load_results(results)
+    run = facts.sdpa_run(records, runs, "06")
+    if run is None:
+        pytest.skip("no same-run set under results/*/runs/ holds the published step 06")
+    v = facts.facts(records, [], [], ["05", "06"], runs=runs)
+    expected = facts.sdpa_target(runs[run], "06", facts.SDPA_TARGETS["06"])
+    published = facts.sdpa_target(records, "06", facts.SDPA_TARGETS["06"])
+    assert expected["gpus"] != published["gpus"], "the two SDPA files should differ for this test to mean anything"
+    assert v["step06"]["sdpa_target"] == expected
+
+
 def test_a_steps_results_table_takes_the_baselines_of_its_run(tmp_path):
     """stage_book.with_run_baselines: the published files, with the run's sdpa-*.json and the
     other steps' files in place of the published ones where the run has them; the step's own
