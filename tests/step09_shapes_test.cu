@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,80 @@ INSTANTIATE_TEST_SUITE_P(Space, EveryShape, ::testing::ValuesIn(shape_cases()),
                          [](const ::testing::TestParamInfo<ShapeCase>& info) {
                            return testing::test_name(info.param.name());
                          });
+
+// Causal problems take their work tiles from a counter in the workspace, heaviest first within
+// sections of heads whose K and V fit in L2 (the scheduler in step.cu). 4 x 12 query heads of
+// 4 x 4 K/V heads (GQA, three per K/V head), 520 rows: 240 work tiles at BLOCK_M 128, 144 at
+// 192, more than the 132 SMs of an H200, so that blocks claim tiles from the counter.
+// FLASHSTEPS_STEP09_SECTION_MIB = 1 makes sections of 9 query heads at D = 128 (266,240 bytes
+// of K/V per K/V head at 520 keys: 5 sections and a last one of 3) and of 21 at D = 64 (18 at 600 keys; 2 and
+// a last one of 6); 0 makes one section of all 48. The workspace is filled with 0xFF before
+// each call: a counter that was not zeroed would skip tiles, left as NaN by the poison.
+TEST(Scheduler, CausalSectionsMatchFloat64Reference) {
+  if (vendor::device_count() == 0) GTEST_SKIP() << "no GPU visible to the " << vendor::kName << " runtime";
+  for (int d : kHopperHeadDims)
+    for (Mask mask : {Mask::causal_top_left, Mask::causal_bottom_right})
+      for (const char* mib : {"1", "0"}) {
+        const Problem problem = make(4, 12, 4, 520, mask == Mask::causal_top_left ? 520 : 600, d, DType::bf16, mask);
+        const std::string name = problem.name() + " FLASHSTEPS_STEP09_SECTION_MIB=" + mib;
+        const testing::ScopedEnv env("FLASHSTEPS_STEP09_SECTION_MIB", mib);
+        const HostInputs in = make_random_inputs(problem, seed_from_name(problem.name()));
+        const reference::Result ref = reference::run(in);
+        DeviceCase device_case(in);
+        const std::size_t bytes = step09::workspace_bytes(device_case.args());
+        ASSERT_EQ(bytes, sizeof(std::uint32_t)) << name;
+        device_case.reserve_workspace(bytes);
+        vendor::memset_device(device_case.args().workspace, 0xFF, bytes);
+        const DeviceCase::Output out = run_once(device_case, StepFns{&step09::attention_forward, &step09::workspace_bytes});
+        EXPECT_TRUE(out.guards_intact) << name;
+        EXPECT_EQ(out.unwritten, 0) << name;
+        EXPECT_EQ(verify_output(problem, ref.o, ref.lse, out.o, out.lse).failure, "") << name;
+      }
+}
+
+// The counter is the only workspace: 4 bytes for a causal problem, none for a full or an empty
+// one; a causal call without it, or with a bad FLASHSTEPS_STEP09_SECTION_MIB, is refused by
+// name before anything is launched (no GPU needed: the pointers are never read).
+TEST(Scheduler, CausalProblemsNeedTheirCounter) {
+  AttentionArgs a;
+  std::uintptr_t address = 0x1000000;
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
+    t->data = reinterpret_cast<void*>(address += 0x1000000);
+    t->dtype = DType::bf16;
+    t->shape[0] = 1, t->shape[1] = 2, t->shape[2] = 16, t->shape[3] = 128;
+    t->stride[0] = 2 * 16 * 128, t->stride[1] = 16 * 128, t->stride[2] = 128, t->stride[3] = 1;
+  }
+  EXPECT_EQ(step09::workspace_bytes(a), 0u);
+  a.mask = Mask::causal_bottom_right;
+  EXPECT_EQ(step09::workspace_bytes(a), sizeof(std::uint32_t));
+  try {
+    step09::attention_forward(a, nullptr);
+    ADD_FAILURE() << "ran a causal problem without its tile counter";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("workspace"), std::string::npos) << e.what();
+  }
+  unsigned char unaligned[8];
+  a.workspace = unaligned + 1, a.workspace_size = 4;
+  try {
+    step09::attention_forward(a, nullptr);
+    ADD_FAILURE() << "took a misaligned tile counter";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("workspace: must be 4-byte aligned"), std::string::npos) << e.what();
+  }
+  for (const char* bad : {"-1", "abc", "3x"}) {
+    const testing::ScopedEnv env("FLASHSTEPS_STEP09_SECTION_MIB", bad);
+    alignas(4) unsigned char counter[4];
+    a.workspace = counter;
+    try {
+      step09::attention_forward(a, nullptr);
+      ADD_FAILURE() << "FLASHSTEPS_STEP09_SECTION_MIB=" << bad << " was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("FLASHSTEPS_STEP09_SECTION_MIB"), std::string::npos) << e.what();
+    }
+  }
+  for (TensorView* t : {&a.q, &a.o}) t->shape[2] = 0;
+  EXPECT_EQ(step09::workspace_bytes(a), 0u);
+}
 
 // The space is what shapes.h says: both compiled head dims have shapes, each default is one
 // of them, names round-trip, and a shape outside the space is refused by name before any launch.

@@ -50,29 +50,6 @@ AttentionArgs fake_args(const Problem& p) {
   return a;
 }
 
-// Sets an environment variable for one scope and restores what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old != nullptr) old_ = old;
-    if (value != nullptr)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 // ---------------------------------------------------------------------------- CPU: the plan
 
 TEST(Plan, OneSplitWhenTheUnsplitGridFillsTheGpu) {
@@ -150,11 +127,11 @@ TEST(Plan, TileFollowsThePackedRows) {
 }
 
 TEST(Plan, ForcedAndEnvironmentCounts) {
-  const ScopedEnv clear("FLASHSTEPS_NUM_SPLITS", nullptr);
+  const testing::ScopedEnv clear("FLASHSTEPS_NUM_SPLITS", nullptr);
   const AttentionArgs a = fake_args(make(2, 8, 2, 1, 1000, 64, DType::f16, Mask::none));
   EXPECT_EQ(step10::plan_splits(a, 132, 0).source, step10::SplitSource::heuristic);
   {
-    const ScopedEnv env("FLASHSTEPS_NUM_SPLITS", "5");
+    const testing::ScopedEnv env("FLASHSTEPS_NUM_SPLITS", "5");
     EXPECT_EQ(step10::plan_splits(a, 132, 0).num_splits, 5);
     EXPECT_EQ(step10::plan_splits(a, 132, 0).source, step10::SplitSource::environment);
     const step10::SplitPlan forced = step10::plan_splits(a, 132, 200);  // a forced count wins, even past the tiles
@@ -162,7 +139,7 @@ TEST(Plan, ForcedAndEnvironmentCounts) {
     EXPECT_EQ(forced.source, step10::SplitSource::forced);
   }
   for (const char* bad : {"0", "-3", "abc", "7x", "257"}) {
-    const ScopedEnv env("FLASHSTEPS_NUM_SPLITS", bad);
+    const testing::ScopedEnv env("FLASHSTEPS_NUM_SPLITS", bad);
     try {
       step10::plan_splits(a, 132, 0);
       ADD_FAILURE() << "FLASHSTEPS_NUM_SPLITS=" << bad << " was accepted";
@@ -182,7 +159,7 @@ TEST(Plan, HeuristicCountIgnoresWhatIsForced) {
                                              step10::target_blocks_per_sm(plan.tile, plan.head_dim));
   EXPECT_EQ(step10::heuristic_num_splits(a), want);
   {
-    const ScopedEnv env("FLASHSTEPS_NUM_SPLITS", "7");
+    const testing::ScopedEnv env("FLASHSTEPS_NUM_SPLITS", "7");
     EXPECT_EQ(step10::plan_for_device(a).num_splits, 7);
     EXPECT_EQ(step10::heuristic_num_splits(a), want);
     const step10::ScopedNumSplits forced(3);
@@ -192,7 +169,7 @@ TEST(Plan, HeuristicCountIgnoresWhatIsForced) {
 }
 
 TEST(Plan, ScopedNumSplitsNestsAndRejectsOutOfRange) {
-  const ScopedEnv clear("FLASHSTEPS_NUM_SPLITS", nullptr);
+  const testing::ScopedEnv clear("FLASHSTEPS_NUM_SPLITS", nullptr);
   const AttentionArgs a = fake_args(make(1, 4, 1, 1, 100, 64, DType::bf16, Mask::none));
   {
     const step10::ScopedNumSplits outer(3);

@@ -4,6 +4,8 @@
 
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -26,6 +28,29 @@ inline Problem make(std::int64_t B, std::int64_t Hq, std::int64_t Hkv, std::int6
   p.dtype = dtype, p.mask = mask, p.layout = layout;
   return p;
 }
+
+// Sets an environment variable for one scope and restores what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    if (old != nullptr) old_ = old;
+    if (value != nullptr)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 }  // namespace flashsteps::testing
 

@@ -144,6 +144,10 @@ void memset_device(void* dst, int value, std::size_t bytes) {
   if (bytes > 0) FLASHSTEPS_CHECK(FS_RT(Memset)(dst, value, bytes));
 }
 
+void memset_device_async(void* dst, int value, std::size_t bytes, Stream stream) {
+  if (bytes > 0) FLASHSTEPS_CHECK(FS_RT(MemsetAsync)(dst, value, bytes, stream));
+}
+
 void synchronize() { FLASHSTEPS_CHECK(FS_RT(DeviceSynchronize)()); }
 
 Event event_create() {

@@ -62,7 +62,9 @@
 // others zero-padded by TMA); 16-byte aligned tensors and strides; sm_90 (H100/H200) only.
 // Chapter: book/steps/09_persistent.md
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -85,8 +87,11 @@ namespace flashsteps::step09 {
 namespace {
 
 constexpr int kMaxConsumers = 3;  // consumer warpgroups a block may have (64 Ki registers)
+// A work tile: its (batch, head) pair bh = b Hq + h, K/V head hk, first query row m0 and key
+// tiles n_tiles. In 32 bits: the forward() and check_work_tiles() limits keep every one of
+// them below 2^31, and in 32 bits they take half as many of the producer's 24 registers.
 struct WorkTile {
-  std::int64_t bh, b, h, hk, m0, n_tiles;
+  std::int32_t bh, b, h, hk, m0, n_tiles;
 };
 // A work tile as the producer hands it to the consumers, through shared memory beside Q: its
 // indices and, per consumer, the key tiles its 64 rows see and how many of them no mask touches.
@@ -113,12 +118,17 @@ struct TileConfig {
   static constexpr std::uint32_t kQBytes = BLOCK_M * HEAD_DIM * 2;   // one Q tile
   static constexpr std::uint32_t kKvBytes = BLOCK_N * HEAD_DIM * 2;  // one K (or V) tile
   // Registers per thread after setmaxnreg: the producer keeps 24 (the least it may), the
-  // consumers share the rest of the 64 Ki of the SM, rounded down to a multiple of 8.
+  // consumers share the rest of the block's pool, rounded down to a multiple of 8 and at most
+  // 240. The pool is what the block was launched with: kThreads x the registers per thread
+  // ptxas gives a kernel of kThreads threads and one block per SM (168 for 384 threads, 128
+  // for 512), not the SM's 64 Ki: a setmaxnreg.inc past the pool waits forever. Two
+  // consumers: 384 x 168 = 24 x 128 + 2 x 240 x 128 exactly; three: 160 each.
   static constexpr int kProducerRegs = 24;
+  static constexpr int kPoolRegs = kThreads * (65536 / kThreads / 8 * 8);
   static constexpr int kConsumerRegs =
-      ((65536 - kProducerRegs * sm90::kWarpgroupThreads) / (CONSUMERS * sm90::kWarpgroupThreads)) / 8 * 8 > 240
+      ((kPoolRegs - kProducerRegs * sm90::kWarpgroupThreads) / (CONSUMERS * sm90::kWarpgroupThreads)) / 8 * 8 > 240
           ? 240
-          : ((65536 - kProducerRegs * sm90::kWarpgroupThreads) / (CONSUMERS * sm90::kWarpgroupThreads)) / 8 * 8;
+          : ((kPoolRegs - kProducerRegs * sm90::kWarpgroupThreads) / (CONSUMERS * sm90::kWarpgroupThreads)) / 8 * 8;
   static_assert(HEAD_DIM % 64 == 0, "HEAD_DIM must be whole 128-byte swizzle chunks");
   static_assert(BLOCK_N == 64 || BLOCK_N == 128 || BLOCK_N == 160 || BLOCK_N == 176,
                 "BLOCK_N is a wgmma N this step instantiates");
@@ -142,22 +152,30 @@ struct TileConfig {
 // [end:tile_config]
 
 // [start:scheduler]
-// Work tile t (0 .. B Hq m_tiles - 1) of the static list the persistent blocks walk: causal
-// problems heaviest query tiles first across all heads (LPT, step 05), full ones head by head
-// (the blocks running at once share a head's K and V in L2). The list is dealt out in waves
-// of gridDim.x tiles, back and forth: block i takes position i of waves 0, 2, 4, ... and
-// position gridDim.x - 1 - i of waves 1, 3, ..., so that the block with a wave's heaviest
-// causal tile gets the next wave's lightest (dealt in one direction only, block 0 would get
-// the heaviest of every wave). With a mask, the query tiles are aligned to the last row
-// instead of the first: shifted back by whole consumers (64 rows) as far as the padding past
-// Nq allows, so that the rows a tile lacks are missing from the first, lightest tile (its
-// first consumers start before row 0 and have nothing to do) rather than from the last and
-// heaviest, where idle consumers would wait on the one with the longest row of keys.
+// Which work tiles a block takes, and in what order. Full problems: a static list walked head
+// by head (the blocks running at once share a head's K and V in L2), dealt out in waves of
+// gridDim.x tiles, back and forth: block i takes position i of waves 0, 2, 4, ... and
+// position gridDim.x - 1 - i of waves 1, 3, ... Every full tile sees as many keys, so every
+// block gets as much work. Causal problems: tiles differ (the last query tile of a head sees
+// every key, the first one tile of them), so the blocks take them from one list in the order
+// they become free: the producer of a block claims its next tile with an atomic add on a
+// counter in the workspace (zeroed before the launch), heaviest tiles first (LPT, step 05)
+// within sections of `section` (batch, head) pairs whose K and V fit together in L2
+// (launch() sizes them). Heaviest first over all heads at once, the blocks running together
+// each read a different head's K and V, and a head's next query tile came two waves later,
+// after every other head's K and V had gone through L2: most K/V reads went to HBM. A static
+// deal of the sectioned list would not balance (it mixes heavy and light tiles in one wave);
+// a shared counter does, and does not care how heavy a tile is.
+// With a mask, the query tiles are aligned to the last row instead of the first: shifted
+// back by whole consumers (64 rows) as far as the padding past Nq allows, so that the rows a
+// tile lacks are missing from the first, lightest tile (its first consumers start before
+// row 0 and have nothing to do) rather than from the last and heaviest, where idle consumers
+// would wait on the one with the longest row of keys.
 __device__ __forceinline__ std::int64_t dealt_tile(std::int64_t wave) {
   return wave * gridDim.x + (wave % 2 == 0 ? blockIdx.x : gridDim.x - 1 - blockIdx.x);
 }
 template <int BLOCK_M, int BLOCK_N, typename T>
-__device__ __forceinline__ WorkTile work_tile(const Params<T>& p, std::int64_t t) {
+__device__ __forceinline__ WorkTile work_tile(const Params<T>& p, std::int64_t t, std::uint32_t section) {
   // In 32 bits (check_work_tiles() refuses more than 2^31 - 1 work tiles): a 64-bit
   // division is a software routine of dozens of instructions. Only the producer runs this
   // (the consumers read its result from the TileInfo of the tile's Q buffer).
@@ -166,17 +184,22 @@ __device__ __forceinline__ WorkTile work_tile(const Params<T>& p, std::int64_t t
   WorkTile w;
   std::uint32_t bh, m_tile;
   if (p.mask != Mask::none) {
-    bh = t32 % BH;
-    m_tile = m_tiles - 1 - t32 / BH;
+    // Section s holds pairs s * section .. (the last one may hold fewer); within it, query
+    // tile m_tiles - 1 of each pair, then m_tiles - 2 of each, ...
+    const std::uint32_t s = t32 / (section * m_tiles), r = t32 - s * section * m_tiles;
+    const std::uint32_t pairs = BH - s * section < section ? BH - s * section : section;
+    bh = s * section + r % pairs;
+    m_tile = m_tiles - 1 - r / pairs;
   } else {
     bh = t32 / m_tiles;
     m_tile = t32 % m_tiles;
   }
-  w.bh = bh, w.b = bh / Hq, w.h = bh % Hq, w.hk = (bh % Hq) / (Hq / static_cast<std::uint32_t>(p.Hkv));
+  w.bh = static_cast<std::int32_t>(bh), w.b = static_cast<std::int32_t>(bh / Hq), w.h = static_cast<std::int32_t>(bh % Hq);
+  w.hk = static_cast<std::int32_t>((bh % Hq) / (Hq / static_cast<std::uint32_t>(p.Hkv)));
   const std::int64_t shift = p.mask == Mask::none ? 0 : (std::int64_t{p.m_tiles} * BLOCK_M - p.Nq) / 64 * 64;
-  w.m0 = std::int64_t{m_tile} * BLOCK_M - shift;  // may be negative: TMA fills the rows before row 0 with zeros
+  w.m0 = static_cast<std::int32_t>(std::int64_t{m_tile} * BLOCK_M - shift);  // may be negative: TMA fills the rows before row 0 with zeros
   const std::int64_t last_row = (w.m0 + BLOCK_M < p.Nq ? w.m0 + BLOCK_M : p.Nq) - 1;
-  w.n_tiles = (last_visible_key(p.mask, last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N;
+  w.n_tiles = (static_cast<std::int32_t>(last_visible_key(p.mask, last_row, p.Nq, p.Nk)) + BLOCK_N) / BLOCK_N;
   return w;
 }
 // [end:scheduler]
@@ -186,7 +209,8 @@ template <typename T, class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
     attention_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
                      const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap o_map,
-                     const Params<T> p, const std::int64_t work_tiles) {
+                     const Params<T> p, const std::int64_t work_tiles, std::uint32_t* const tile_counter,
+                     const std::uint32_t section) {
   constexpr int HEAD_DIM = Cfg::HEAD_DIM, BLOCK_M = Cfg::BLOCK_M, BLOCK_N = Cfg::BLOCK_N, STAGES = Cfg::STAGES;
   constexpr int CHUNKS = Cfg::CHUNKS, CONSUMERS = Cfg::CONSUMERS;
   extern __shared__ unsigned char smem_raw[];
@@ -237,7 +261,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90::setmaxnreg_dec<Cfg::kProducerRegs>();
     if (warp == 0 && lane == 0) {
       std::uint32_t it = 0, local = 0;  // K/V tiles and work tiles this block has loaded
-      auto load_k = [&](const WorkTile& w, std::int64_t j) {
+      auto load_k = [&](const WorkTile& w, std::uint32_t j) {  // in 32 bits, as the work tile
         const int stage = static_cast<int>((it + j) % STAGES);
         const std::uint32_t round = static_cast<std::uint32_t>((it + j) / STAGES);
         trace(sm90::TracePhase::k_empty_wait, it + j);
@@ -249,7 +273,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
                             static_cast<int>(j * BLOCK_N), static_cast<int>(w.hk), static_cast<int>(w.b),
                             &k_full[stage]);
       };
-      auto load_v = [&](const WorkTile& w, std::int64_t j) {
+      auto load_v = [&](const WorkTile& w, std::uint32_t j) {
         const int stage = static_cast<int>((it + j) % STAGES);
         const std::uint32_t round = static_cast<std::uint32_t>((it + j) / STAGES);
         trace(sm90::TracePhase::v_empty_wait, it + j);
@@ -265,9 +289,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // consumers are done with the work tile that used that buffer before (q_local -
       // kQBuffers). With one Q buffer that wait is long (for the consumers' last S, or for O to
       // leave the buffer), and each consumer's share of the tile is worked out before it; with
-      // two it is short (see load_next_q below), and the shares are worked out after it,
-      // straight into the slot: held across the wait beside this tile's indices and the next
-      // one's, they would not fit in the producer's 24 registers (a traced build spilled).
+      // two it is short (see load_next_q below), and the tile's indices and shares are worked
+      // out after it, straight into the slot: held across the wait beside this tile's indices,
+      // they would not fit in the producer's 24 registers (ptxas spilled).
       constexpr bool kEarlyQ = Cfg::kQBuffers == 2;
       auto shares = [&](const WorkTile& w, TileInfo& info) {
 #pragma unroll
@@ -276,15 +300,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
           // (the first tile of a masked problem, see work_tile()) or past the last.
           const std::int64_t row0 = w.m0 + 64 * c, last_row = (row0 + 64 < p.Nq ? row0 + 64 : p.Nq) - 1;
           const bool has_rows = row0 >= 0 && row0 < p.Nq;
-          info.wg_tiles[c] = has_rows ? static_cast<std::int32_t>((last_visible_key(p.mask, last_row, p.Nq, p.Nk) + BLOCK_N) / BLOCK_N) : 0;
-          info.wg_full_tiles[c] = has_rows ? static_cast<std::int32_t>((last_visible_key(p.mask, row0, p.Nq, p.Nk) + 1) / BLOCK_N) : 0;
+          // (A key index is below Nk < 2^31: the divisions go in 32 bits, in fewer registers.)
+          const auto last_key = static_cast<std::int32_t>(last_visible_key(p.mask, last_row, p.Nq, p.Nk));
+          const auto first_row_last_key = static_cast<std::int32_t>(last_visible_key(p.mask, row0, p.Nq, p.Nk));
+          info.wg_tiles[c] = has_rows ? (last_key + BLOCK_N) / BLOCK_N : 0;
+          info.wg_full_tiles[c] = has_rows ? (first_row_last_key + 1) / BLOCK_N : 0;
         }
       };
-      auto load_q = [&](const WorkTile& w, std::uint32_t q_local) {
+      // No work tile left: a TileInfo with n_tiles = -1 and no Q, in the slot the consumers
+      // read next, tells them to stop.
+      auto hand_end = [&](std::uint32_t q_local) {
+        const std::uint32_t qb = q_local % Cfg::kQBuffers;
+        if (q_local >= Cfg::kQBuffers) sm90::mbarrier_wait(&q_empty[qb], ((q_local - Cfg::kQBuffers) / Cfg::kQBuffers) % 2, "q_empty");
+        tile_info[qb].w.n_tiles = -1;
+        sm90::mbarrier_arrive(&q_full[qb]);
+      };
+      auto load_q = [&](std::uint32_t t, std::uint32_t q_local) {
         const std::uint32_t qb = q_local % Cfg::kQBuffers;
         TileInfo info;
-        if constexpr (!kEarlyQ) shares(w, info);
+        WorkTile w;
+        if constexpr (!kEarlyQ) w = work_tile<BLOCK_M, BLOCK_N>(p, t, section), shares(w, info);
         if (q_local >= Cfg::kQBuffers) sm90::mbarrier_wait(&q_empty[qb], ((q_local - Cfg::kQBuffers) / Cfg::kQBuffers) % 2, "q_empty");
+        if constexpr (kEarlyQ) w = work_tile<BLOCK_M, BLOCK_N>(p, t, section);
         // The consumers read it once q_full completes (the arrival below releases these writes).
         tile_info[qb].w = w;
         if constexpr (kEarlyQ) {
@@ -307,26 +344,50 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // after issuing its last S, where it had two key tiles or more), so the wait for
       // q_empty is short. With one Q buffer the next Q can only go out once this tile's last
       // S is done: after its loads, as before.
-      for (std::int64_t wave = 0; wave * gridDim.x < work_tiles; ++wave) {
-        const std::int64_t t = dealt_tile(wave);
-        if (t >= work_tiles) continue;  // the last wave is short
-        const WorkTile w = work_tile<BLOCK_M, BLOCK_N>(p, t);
+      // The block's next work tile: claimed from the shared counter (causal), or the next
+      // wave's of the static deal (full; the wave is the block's count of work tiles so far),
+      // when its Q is to be loaded. In 32 bits, as work_tile().
+      const auto tiles = static_cast<std::uint32_t>(work_tiles);
+      auto next_tile = [&]() -> std::uint32_t {
+        if (tile_counter != nullptr) return gridDim.x + atomicAdd(tile_counter, 1u);
+        return static_cast<std::uint32_t>(dealt_tile(local + 1));
+      };
+      // Every block's first tile is its own (launch() starts no more blocks than tiles).
+      std::uint32_t t = blockIdx.x;
+      WorkTile w = work_tile<BLOCK_M, BLOCK_N>(p, t, section);
+      for (;;) {
         if (w.n_tiles > 0) load_k(w, 0);
-        if (!kEarlyQ || local == 0) load_q(w, local);  // else loaded during the previous work tile
-        // The next work tile of this block, if any, is that of the next wave (only the last
-        // wave is short).
+        if (!kEarlyQ || local == 0) load_q(t, local);  // else loaded during the previous work tile
         auto load_next_q = [&] {
-          const std::int64_t t_next = dealt_tile(wave + 1);
-          if (t_next < work_tiles) load_q(work_tile<BLOCK_M, BLOCK_N>(p, t_next), local + 1);
+          const std::uint32_t t_next = next_tile();
+          if (t_next < tiles) load_q(t_next, local + 1);
+          else hand_end(local + 1);
         };
-        for (std::int64_t j = 0; j < w.n_tiles; ++j) {  // K one tile ahead of V
-          if (j + 1 < w.n_tiles) load_k(w, j + 1);
-          load_v(w, j);
-          if (kEarlyQ && j == 0) load_next_q();
+        const auto n_tiles = static_cast<std::uint32_t>(w.n_tiles);
+        std::uint32_t j = 0;  // K one tile ahead of V
+        if constexpr (kEarlyQ) {  // the first V, then the next tile's Q (outside the loop: fewer live registers)
+          if (n_tiles > 1) load_k(w, 1);
+          if (n_tiles > 0) load_v(w, 0), j = 1;
+          load_next_q();
         }
-        if (kEarlyQ && w.n_tiles == 0) load_next_q();
-        it += static_cast<std::uint32_t>(w.n_tiles);
-        ++local;
+        for (; j < n_tiles; ++j) {
+          if (j + 1 < n_tiles) load_k(w, j + 1);
+          load_v(w, j);
+        }
+        it += n_tiles;
+        if constexpr (kEarlyQ) {
+          ++local;
+          w = tile_info[local % Cfg::kQBuffers].w;  // the next tile, as load_next_q handed it over
+          if (w.n_tiles < 0) break;
+        } else {
+          t = next_tile();  // before ++local: the static deal's next wave is local + 1
+          ++local;
+          if (t >= tiles) {
+            hand_end(local);
+            break;
+          }
+          w = work_tile<BLOCK_M, BLOCK_N>(p, t, section);
+        }
       }
       trace.stop();
     }
@@ -352,14 +413,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int r0 = 64 * consumer + 16 * warp + lane / 4;                       // row within the block
   std::uint32_t it = 0, local = 0;
 
-  for (std::int64_t wave = 0; wave * gridDim.x < work_tiles; ++wave) {
-    if (dealt_tile(wave) >= work_tiles) continue;
+  for (;;) {
     // The work tile's indices and this consumer's share of it, from the producer, which wrote
-    // them before it loaded the tile's Q.
+    // them before it loaded the tile's Q (or n_tiles = -1: there is none left).
     trace(sm90::TracePhase::q_wait, it);
     const std::uint32_t qb = local % Cfg::kQBuffers;  // the Q buffer of this work tile
     sm90::mbarrier_wait(&q_full[qb], (local / Cfg::kQBuffers) % 2, "q_full");
     const WorkTile w = tile_info[qb].w;
+    if (w.n_tiles < 0) break;
     const std::int64_t m0 = w.m0, n_tiles = w.n_tiles, wg_row0 = m0 + 64 * consumer;
     const std::int64_t wg_tiles = tile_info[qb].wg_tiles[consumer], wg_full_tiles = tile_info[qb].wg_full_tiles[consumer];
     // Every lane has read the TileInfo before lane 0 arrives on q_empty[qb] (which lets the
@@ -672,8 +733,24 @@ using Space = std::conditional_t<HEAD_DIM == 64,
                                             TileConfig<HEAD_DIM, 2, 128, 2>>>;
 // [end:space]
 
+// The K/V bytes of one section of a causal problem's tile list (scheduler above): 32 MiB, about
+// two thirds of the H200's 50 MB L2, leaving room for Q, O and the other heads' tiles in
+// flight; FLASHSTEPS_STEP09_SECTION_MIB sets another (0: one section of every head), for
+// measurements.
+std::int64_t section_bytes() {
+  constexpr std::int64_t kMiB = 1 << 20;
+  if (const char* env = std::getenv("FLASHSTEPS_STEP09_SECTION_MIB"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const long long mib = std::strtoll(env, &end, 10);
+    if (*end != '\0' || mib < 0)
+      throw InvalidArgument(std::string("FLASHSTEPS_STEP09_SECTION_MIB (") + env + ") is not a whole number of MiB");
+    return mib == 0 ? std::numeric_limits<std::int64_t>::max() : mib * kMiB;
+  }
+  return 32 * kMiB;
+}
+
 template <typename T, class Cfg>
-void launch(const AttentionArgs& args, vendor::Stream stream) {
+void launch(const AttentionArgs& args, vendor::Stream stream, std::int64_t kv_section_bytes) {
   static_assert(Cfg::smem_bytes <= kMaxSmem, "the tiles exceed the shared memory of a block");
   const Params<T> p = make_params<T>(args, Cfg::BLOCK_M);
   // [start:grid]
@@ -689,9 +766,25 @@ void launch(const AttentionArgs& args, vendor::Stream stream) {
     k_map = sm90::make_tensor_map(args.k, "k", Cfg::BLOCK_N);
     v_map = sm90::make_tensor_map(args.v, "v", Cfg::BLOCK_N);
   }
+  // [start:sections]
+  // Causal problems: the tile counter, zeroed on the stream before the launch (a memset of 4
+  // bytes, about 1-2 us: measured in chapter 09), and the sections of (batch, head) pairs
+  // whose K and V, Nk x head_dim x 2 bytes each of them per K/V head, fit in
+  // kv_section_bytes together (section_bytes(); query heads of one K/V head, GQA, share theirs).
+  std::uint32_t* tile_counter = nullptr;
+  std::uint32_t section = 1;
+  if (p.mask != Mask::none) {
+    tile_counter = static_cast<std::uint32_t*>(args.workspace);
+    vendor::memset_device_async(tile_counter, 0, sizeof(std::uint32_t), stream);
+    const std::int64_t kv_head_bytes = 2 * p.Nk * Cfg::HEAD_DIM * static_cast<std::int64_t>(sizeof(T));
+    const std::int64_t kv_heads = kv_head_bytes > 0 ? std::max<std::int64_t>(1, kv_section_bytes / kv_head_bytes) : p.B * p.Hq;
+    section = static_cast<std::uint32_t>(std::min<std::int64_t>(p.B * p.Hq, kv_heads * (p.Hq / p.Hkv)));
+  }
+  // [end:sections]
   const void* kernel = reinterpret_cast<const void*>(&attention_kernel<T, Cfg>);
   vendor::set_max_dynamic_smem(kernel, Cfg::smem_bytes);
-  attention_kernel<T, Cfg><<<blocks, Cfg::kThreads, Cfg::smem_bytes, stream>>>(q_map, k_map, v_map, o_map, p, work_tiles);
+  attention_kernel<T, Cfg><<<blocks, Cfg::kThreads, Cfg::smem_bytes, stream>>>(q_map, k_map, v_map, o_map, p, work_tiles,
+                                                                               tile_counter, section);
   FLASHSTEPS_CHECK_LAUNCH("step09::attention_kernel");
 }
 
@@ -706,6 +799,17 @@ void check_work_tiles(const AttentionArgs& args, int block_m) {
                         work_tiles, "the 32-bit work-tile index", std::numeric_limits<std::int32_t>::max());
 }
 
+// A causal problem's tile counter: workspace_bytes(args) bytes, 4-byte aligned.
+void check_workspace(const AttentionArgs& args) {
+  const std::size_t needed = workspace_bytes(args);
+  if (needed > 0 && (args.workspace == nullptr || args.workspace_size < needed))
+    throw InvalidArgument("workspace_size = " + std::to_string(args.workspace_size) + " bytes (workspace " +
+                          (args.workspace == nullptr ? "null" : "set") + "): step 09 needs " + std::to_string(needed) +
+                          " bytes for a causal problem's tile counter (see workspace_bytes)");
+  if (needed > 0 && reinterpret_cast<std::uintptr_t>(args.workspace) % alignof(std::uint32_t) != 0)
+    throw InvalidArgument("workspace: must be 4-byte aligned (the tile counter)");
+}
+
 // Launches the configuration of @p space whose shape is @p shape; false when there is none.
 template <class... Cfg>
 bool launch_shape(const TileShape& shape, const AttentionArgs& args, vendor::Stream stream, std::tuple<Cfg...>) {
@@ -716,10 +820,12 @@ bool launch_shape(const TileShape& shape, const AttentionArgs& args, vendor::Str
     found = true;
     if (is_empty(args)) return;
     check_work_tiles(args, C::BLOCK_M);
+    check_workspace(args);
+    const std::int64_t kv_section_bytes = args.mask != Mask::none ? section_bytes() : 0;
     sm90::require_sm90("step 09");
     vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (!std::is_same_v<T, float>) launch<T, C>(args, stream);
+      if constexpr (!std::is_same_v<T, float>) launch<T, C>(args, stream, kv_section_bytes);
     });
   };
   (try_one(Cfg{}), ...);
@@ -776,7 +882,10 @@ TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k) {
 }
 // [end:default_shape]
 
-std::size_t workspace_bytes(const AttentionArgs&) { return 0; }
+// Causal problems take their work tiles from a counter (see the scheduler): 4 bytes.
+std::size_t workspace_bytes(const AttentionArgs& args) {
+  return args.mask != Mask::none && !is_empty(args) ? sizeof(std::uint32_t) : 0;
+}
 
 StepInfo info() {
   StepInfo i{9, "persistent",

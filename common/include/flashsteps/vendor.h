@@ -122,6 +122,8 @@ void free_device(void* ptr) noexcept;
 void copy_to_device(void* dst, const void* src, std::size_t bytes);
 void copy_to_host(void* dst, const void* src, std::size_t bytes);
 void memset_device(void* dst, int value, std::size_t bytes);
+/// Stream-ordered memset (runs after the work queued on @p stream before it).
+void memset_device_async(void* dst, int value, std::size_t bytes, Stream stream);
 void synchronize();
 Event event_create();
 void event_destroy(Event event) noexcept;
