@@ -97,6 +97,20 @@ INSTANTIATE_TEST_SUITE_P(Space, EveryShape, ::testing::ValuesIn(shape_cases()),
                            return testing::test_name(info.param.name());
                          });
 
+// A bf16 BHSD call of 1 x 2 heads x 16 rows at D = 128 on made-up addresses, for checks that
+// refuse a call before any launch (the pointers are never read).
+AttentionArgs small_args() {
+  AttentionArgs a;
+  std::uintptr_t address = 0x1000000;
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
+    t->data = reinterpret_cast<void*>(address += 0x1000000);
+    t->dtype = DType::bf16;
+    t->shape[0] = 1, t->shape[1] = 2, t->shape[2] = 16, t->shape[3] = 128;
+    t->stride[0] = 2 * 16 * 128, t->stride[1] = 16 * 128, t->stride[2] = 128, t->stride[3] = 1;
+  }
+  return a;
+}
+
 // Causal problems take their work tiles from a counter in the workspace, heaviest first within
 // sections of heads whose K and V fit in L2 (the scheduler in step.cu). 4 x 12 query heads of
 // 4 x 4 K/V heads (GQA, three per K/V head), 520 rows: 240 work tiles at BLOCK_M 128, 144 at
@@ -131,14 +145,7 @@ TEST(Scheduler, CausalSectionsMatchFloat64Reference) {
 // one; a causal call without it, or with a bad FLASHSTEPS_STEP09_SECTION_MIB, is refused by
 // name before anything is launched (no GPU needed: the pointers are never read).
 TEST(Scheduler, CausalProblemsNeedTheirCounter) {
-  AttentionArgs a;
-  std::uintptr_t address = 0x1000000;
-  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
-    t->data = reinterpret_cast<void*>(address += 0x1000000);
-    t->dtype = DType::bf16;
-    t->shape[0] = 1, t->shape[1] = 2, t->shape[2] = 16, t->shape[3] = 128;
-    t->stride[0] = 2 * 16 * 128, t->stride[1] = 16 * 128, t->stride[2] = 128, t->stride[3] = 1;
-  }
+  AttentionArgs a = small_args();
   EXPECT_EQ(step09::workspace_bytes(a), 0u);
   a.mask = Mask::causal_bottom_right;
   EXPECT_EQ(step09::workspace_bytes(a), sizeof(std::uint32_t));
@@ -205,14 +212,7 @@ TEST(Space, EveryHeadDimHasShapesAndTheDefaultsAreAmongThem) {
 }
 
 TEST(Space, ShapeOutsideTheSpaceIsRefusedByName) {
-  AttentionArgs a;
-  std::uintptr_t address = 0x1000000;
-  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
-    t->data = reinterpret_cast<void*>(address += 0x1000000);
-    t->dtype = DType::bf16;
-    t->shape[0] = 1, t->shape[1] = 2, t->shape[2] = 16, t->shape[3] = 128;
-    t->stride[0] = 2 * 16 * 128, t->stride[1] = 16 * 128, t->stride[2] = 128, t->stride[3] = 1;
-  }
+  AttentionArgs a = small_args();
   try {
     step09::attention_forward_with(a, nullptr, step09::TileShape{192, 176, 2});
     ADD_FAILURE() << "accepted a shape outside the space";
