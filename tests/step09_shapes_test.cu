@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -116,9 +117,12 @@ AttentionArgs small_args() {
 // 4 x 4 K/V heads (GQA, three per K/V head), 520 rows: 240 work tiles at BLOCK_M 128, 144 at
 // 192, more than the 132 SMs of an H200, so that blocks claim tiles from the counter.
 // FLASHSTEPS_STEP09_SECTION_MIB = 1 makes sections of 9 query heads at D = 128 (266,240 bytes
-// of K/V per K/V head at 520 keys: 5 sections and a last one of 3) and of 21 at D = 64 (18 at 600 keys; 2 and
-// a last one of 6); 0 makes one section of all 48. The workspace is filled with 0xFF before
-// each call: a counter that was not zeroed would skip tiles, left as NaN by the poison.
+// of K/V per K/V head at 520 keys: 5 sections and a last one of 3) and of 21 at D = 64 (2 and
+// a last one of 6; at 600 keys 18: 2 and a last one of 12); 0 makes one section of all 48.
+// The workspace is filled with 0x7F before each call: a counter left at 0x7F7F7F7F would
+// hand out no tile past the blocks' first ones, left as NaN by the poison. (0xFF would not
+// do: the first claim would wrap round to gridDim.x - 1, a tile done twice, and the rest
+// would follow in order.)
 TEST(Scheduler, CausalSectionsMatchFloat64Reference) {
   if (vendor::device_count() == 0) GTEST_SKIP() << "no GPU visible to the " << vendor::kName << " runtime";
   for (int d : kHopperHeadDims)
@@ -133,7 +137,7 @@ TEST(Scheduler, CausalSectionsMatchFloat64Reference) {
         const std::size_t bytes = step09::workspace_bytes(device_case.args());
         ASSERT_EQ(bytes, sizeof(std::uint32_t)) << name;
         device_case.reserve_workspace(bytes);
-        vendor::memset_device(device_case.args().workspace, 0xFF, bytes);
+        vendor::memset_device(device_case.args().workspace, 0x7F, bytes);
         const DeviceCase::Output out = run_once(device_case, StepFns{&step09::attention_forward, &step09::workspace_bytes});
         EXPECT_TRUE(out.guards_intact) << name;
         EXPECT_EQ(out.unwritten, 0) << name;
@@ -176,6 +180,30 @@ TEST(Scheduler, CausalProblemsNeedTheirCounter) {
   }
   for (TensorView* t : {&a.q, &a.o}) t->shape[2] = 0;
   EXPECT_EQ(step09::workspace_bytes(a), 0u);
+}
+
+// work_tile() adds a tile's rows to its first row in 32 bits: a causal call of 2^31 - 1 query
+// rows (within TMA's coordinates, and of D = 8, 32 GiB per tensor, within an H200) is refused
+// by name before anything is launched.
+TEST(Scheduler, QueryRowsBeyondThe32BitTileRowsAreRefused) {
+  AttentionArgs a = small_args();
+  a.mask = Mask::causal_bottom_right;
+  for (TensorView* t : {&a.q, &a.o}) {
+    t->shape[1] = 1, t->shape[2] = std::numeric_limits<std::int32_t>::max(), t->shape[3] = 8;
+    t->stride[3] = 1, t->stride[2] = 8, t->stride[1] = t->shape[2] * 8, t->stride[0] = t->stride[1];
+  }
+  for (TensorView* t : {&a.k, &a.v}) {
+    t->shape[1] = 1, t->shape[2] = 16, t->shape[3] = 8;
+    t->stride[3] = 1, t->stride[2] = 8, t->stride[1] = 16 * 8, t->stride[0] = 16 * 8;
+  }
+  a.q.data = reinterpret_cast<void*>(std::uintptr_t{1} << 40), a.o.data = reinterpret_cast<void*>(std::uintptr_t{1} << 41);
+  try {
+    step09::attention_forward(a, nullptr);
+    ADD_FAILURE() << "accepted 2^31 - 1 query rows";
+  } catch (const Unsupported& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "step 09: q.shape[2] (seqlen_q) = 2147483647 exceeds a work tile's 32-bit rows (2147483391)");
+  }
 }
 
 // The space is what shapes.h says: both compiled head dims have shapes, each default is one

@@ -737,8 +737,8 @@ using Space = std::conditional_t<HEAD_DIM == 64,
 // [end:space]
 
 // The K/V bytes of one section of a causal problem's tile list (scheduler above): 32 MiB, about
-// two thirds of the H200's 50 MB L2, leaving room for Q, O and the other heads' tiles in
-// flight; FLASHSTEPS_STEP09_SECTION_MIB sets another (0: one section of every head), for
+// half the H200's 60 MiB L2, leaving room for Q, O and the other heads' tiles in flight;
+// FLASHSTEPS_STEP09_SECTION_MIB sets another (0: one section of every head), for
 // measurements.
 std::int64_t section_bytes() {
   constexpr std::int64_t kMiB = 1 << 20;
@@ -747,7 +747,8 @@ std::int64_t section_bytes() {
     const long long mib = std::strtoll(env, &end, 10);
     if (*end != '\0' || mib < 0)
       throw InvalidArgument(std::string("FLASHSTEPS_STEP09_SECTION_MIB (") + env + ") is not a whole number of MiB");
-    return mib == 0 ? std::numeric_limits<std::int64_t>::max() : mib * kMiB;
+    constexpr long long kMaxMiB = std::numeric_limits<std::int64_t>::max() / kMiB;  // more is one section too
+    return mib == 0 || mib > kMaxMiB ? std::numeric_limits<std::int64_t>::max() : mib * kMiB;
   }
   return 32 * kMiB;
 }
@@ -771,8 +772,9 @@ void launch(const AttentionArgs& args, vendor::Stream stream, std::int64_t kv_se
   }
   // [start:sections]
   // Causal problems: the tile counter, zeroed on the stream before the launch (a memset of 4
-  // bytes, about 1-2 us: measured in chapter 09), and the sections of (batch, head) pairs
-  // whose K and V, Nk x head_dim x 2 bytes each of them per K/V head, fit in
+  // bytes: one more operation on the stream, inside every causal call's measured time), and
+  // the sections of (batch, head) pairs whose K and V, Nk x head_dim x 2 bytes each of them
+  // per K/V head (the compiled head_dim), fit in
   // kv_section_bytes together (section_bytes(); query heads of one K/V head, GQA, share theirs).
   std::uint32_t* tile_counter = nullptr;
   std::uint32_t section = 1;
@@ -780,7 +782,8 @@ void launch(const AttentionArgs& args, vendor::Stream stream, std::int64_t kv_se
     tile_counter = static_cast<std::uint32_t*>(args.workspace);
     vendor::memset_device_async(tile_counter, 0, sizeof(std::uint32_t), stream);
     const std::int64_t kv_head_bytes = 2 * p.Nk * Cfg::HEAD_DIM * static_cast<std::int64_t>(sizeof(T));
-    const std::int64_t kv_heads = kv_head_bytes > 0 ? std::max<std::int64_t>(1, kv_section_bytes / kv_head_bytes) : p.B * p.Hq;
+    // (At most every K/V head, so that the product below cannot overflow.)
+    const std::int64_t kv_heads = kv_head_bytes > 0 ? std::clamp<std::int64_t>(kv_section_bytes / kv_head_bytes, 1, p.B * p.Hkv) : p.B * p.Hkv;
     section = static_cast<std::uint32_t>(std::min<std::int64_t>(p.B * p.Hq, kv_heads * (p.Hq / p.Hkv)));
   }
   // [end:sections]
@@ -909,6 +912,10 @@ void forward(const AttentionArgs& args, vendor::Stream stream, const TileShape* 
                                 std::pair<const char*, std::int64_t>{"q.shape[1] (heads_q)", args.heads_q()}})
     if (n > std::numeric_limits<std::int32_t>::max())  // TMA coordinates are 32-bit
       throw exceeds_limit("step 09", name, n, "TMA's 32-bit coordinates", std::numeric_limits<std::int32_t>::max());
+  // work_tile() adds a tile's rows (up to 192) to its first row in 32 bits.
+  constexpr std::int64_t kMaxSeqlenQ = std::numeric_limits<std::int32_t>::max() - 256;
+  if (args.seqlen_q() > kMaxSeqlenQ)
+    throw exceeds_limit("step 09", "q.shape[2] (seqlen_q)", args.seqlen_q(), "a work tile's 32-bit rows", kMaxSeqlenQ);
   dispatch_head_dim_sm90(args.head_dim(), "step 09", [&](auto head_dim_tag) {
     constexpr int D = decltype(head_dim_tag)::value;
     TileShape shape = default_shape(D, args.mask, args.seqlen_k());
