@@ -113,9 +113,12 @@ AttentionArgs small_args() {
 }
 
 // Causal problems take their work tiles from a counter in the workspace, heaviest first within
-// sections of heads whose K and V fit in L2 (the scheduler in step.cu). 4 x 12 query heads of
-// 4 x 4 K/V heads (GQA, three per K/V head), 520 rows: 240 work tiles at BLOCK_M 128, 144 at
-// 192, more than the 132 SMs of an H200, so that blocks claim tiles from the counter.
+// sections of heads whose K and V fit in L2, and so do full problems whose last query tile is
+// short; full problems of whole tiles are dealt statically (the scheduler in step.cu). 4 x 12
+// query heads of 4 x 4 K/V heads (GQA, three per K/V head), 520 rows: 240 work tiles at
+// BLOCK_M 128, 144 at 192, more than the 132 SMs of an H200, so that blocks claim tiles from
+// the counter (520 = 4 x 128 + 8 = 2 x 192 + 136: a short last tile at both); 384 rows
+// (3 x 128, 2 x 192: 144 and 96 tiles) take the static deal, which must not read the counter.
 // FLASHSTEPS_STEP09_SECTION_MIB = 1 makes sections of 9 query heads at D = 128 (266,240 bytes
 // of K/V per K/V head at 520 keys: 5 sections and a last one of 3) and of 21 at D = 64 (2 and
 // a last one of 6; at 600 keys 18: 2 and a last one of 12); 0 makes one section of all 48.
@@ -123,12 +126,18 @@ AttentionArgs small_args() {
 // hand out no tile past the blocks' first ones, left as NaN by the poison. (0xFF would not
 // do: the first claim would wrap round to gridDim.x - 1, a tile done twice, and the rest
 // would follow in order.)
-TEST(Scheduler, CausalSectionsMatchFloat64Reference) {
+TEST(Scheduler, CounterAndSectionsMatchFloat64Reference) {
   if (vendor::device_count() == 0) GTEST_SKIP() << "no GPU visible to the " << vendor::kName << " runtime";
+  struct Case {
+    Mask mask;
+    std::int64_t nq, nk;
+  };
   for (int d : kHopperHeadDims)
-    for (Mask mask : {Mask::causal_top_left, Mask::causal_bottom_right})
+    for (const Case& c : {Case{Mask::causal_top_left, 520, 520}, Case{Mask::causal_bottom_right, 520, 600},
+                          Case{Mask::none, 520, 600}, Case{Mask::none, 384, 600}})
       for (const char* mib : {"1", "0"}) {
-        const Problem problem = make(4, 12, 4, 520, mask == Mask::causal_top_left ? 520 : 600, d, DType::bf16, mask);
+        if (c.mask == Mask::none && *mib == '0') continue;  // sections order causal tiles only
+        const Problem problem = make(4, 12, 4, c.nq, c.nk, d, DType::bf16, c.mask);
         const std::string name = problem.name() + " FLASHSTEPS_STEP09_SECTION_MIB=" + mib;
         const testing::ScopedEnv env("FLASHSTEPS_STEP09_SECTION_MIB", mib);
         const HostInputs in = make_random_inputs(problem, seed_from_name(problem.name()));
@@ -145,19 +154,22 @@ TEST(Scheduler, CausalSectionsMatchFloat64Reference) {
       }
 }
 
-// The counter is the only workspace: 4 bytes for a causal problem, none for a full or an empty
-// one; a causal call without it, or with a bad FLASHSTEPS_STEP09_SECTION_MIB, is refused by
-// name before anything is launched (no GPU needed: the pointers are never read).
-TEST(Scheduler, CausalProblemsNeedTheirCounter) {
+// The counter is the only workspace: 4 bytes for every problem that is not empty, none for an
+// empty one; a call without it, or a causal one with a bad FLASHSTEPS_STEP09_SECTION_MIB, is
+// refused by name before anything is launched (no GPU needed: the pointers are never read).
+TEST(Scheduler, EveryProblemNeedsItsCounter) {
   AttentionArgs a = small_args();
-  EXPECT_EQ(step09::workspace_bytes(a), 0u);
-  a.mask = Mask::causal_bottom_right;
-  EXPECT_EQ(step09::workspace_bytes(a), sizeof(std::uint32_t));
-  try {
-    step09::attention_forward(a, nullptr);
-    ADD_FAILURE() << "ran a causal problem without its tile counter";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("workspace"), std::string::npos) << e.what();
+  for (Mask mask : {Mask::none, Mask::causal_bottom_right}) {
+    a.mask = mask;
+    EXPECT_EQ(step09::workspace_bytes(a), sizeof(std::uint32_t));
+    try {
+      step09::attention_forward(a, nullptr);
+      ADD_FAILURE() << "ran a problem without its tile counter";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("workspace_size = 0 bytes (workspace null): step 09 needs 4 bytes"),
+                std::string::npos)
+          << e.what();
+    }
   }
   unsigned char unaligned[8];
   a.workspace = unaligned + 1, a.workspace_size = 4;

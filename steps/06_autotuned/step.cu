@@ -10,6 +10,9 @@
 //     softmax of tile j, so one warp can keep the tensor cores and the FP32 units busy at once
 //     (three K/V stages, two S accumulators); otherwise the kernel is step 05's but for the
 //     next point
+//   - causal blocks go heaviest first within sections of heads whose K and V fit in L2
+//     together, section after section, instead of heaviest first over every head at once
+//     (l2_sections.h): the blocks running together then read a few heads' K and V from L2
 //   - P is rounded to 16 bits once, right after the row sums and before the rescale of O
 //     (tile::pack_p), and the mask compares column offsets, not columns: ptxas then fits
 //     128 x 128 x 4 at D = 64, the shape most D = 64 problems run, without spilling
@@ -37,6 +40,7 @@
 #include <vector>
 
 #include "flashsteps/dispatch.h"
+#include "flashsteps/l2_sections.h"
 #include "flashsteps/params.h"
 #include "flashsteps/step.h"
 #include "flashsteps/tile.h"
@@ -116,7 +120,7 @@ constexpr bool keep_config() {
 
 // [start:kernel]
 template <typename T, int HEAD_DIM, class Cfg>
-__global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
+__global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p, std::int64_t section) {
   constexpr int BLOCK_M = Cfg::BLOCK_M, BLOCK_N = Cfg::BLOCK_N, WARP_M = Cfg::WARP_M, STAGES = Cfg::STAGES;
   constexpr int PITCH = tile::smem_pitch(HEAD_DIM);
   using SAcc = tile::Acc<WARP_M, BLOCK_N>;  // this warp's scores S (then P)
@@ -129,15 +133,20 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p) {
   const int warp = threadIdx.x / vendor::kWarpSize;
 
   // [start:schedule]
-  // One block per (batch, head, query tile), flattened into blockIdx.x. Causal: the query
-  // tile is the slow index, counted down, so the first blocks issued are the last query tiles
-  // of every head, which see the most keys (longest-processing-time first). Full: the query
-  // tile is the fast index, so the blocks running together share one head's K and V in L2.
+  // One block per (batch, head, query tile), flattened into blockIdx.x. Causal: the (batch,
+  // head) pairs go in sections of `section` whose K and V fit in L2 together, section after
+  // section; within one, the query tile is the slow index, counted down, so the first blocks
+  // issued are the last query tiles of its heads, which see the most keys
+  // (longest-processing-time first; with one section of every pair, step 05's order). Full:
+  // the query tile is the fast index, so the blocks running together share one head's K and
+  // V in L2.
   const std::int64_t BH = p.B * p.Hq;
   std::int64_t bh, m_tile;
   if (p.mask != Mask::none) {
-    bh = blockIdx.x % BH;
-    m_tile = p.m_tiles - 1 - static_cast<std::int64_t>(blockIdx.x / BH);
+    const std::int64_t sec = blockIdx.x / (section * p.m_tiles), r = blockIdx.x - sec * section * p.m_tiles;
+    const std::int64_t pairs = BH - sec * section < section ? BH - sec * section : section;  // the last may hold fewer
+    bh = sec * section + r % pairs;
+    m_tile = p.m_tiles - 1 - r / pairs;
   } else {
     bh = blockIdx.x / p.m_tiles;
     m_tile = blockIdx.x % p.m_tiles;
@@ -333,10 +342,14 @@ void launch(const AttentionArgs& args, vendor::Stream stream) {
     if constexpr (!std::is_same_v<T, float>) {
       const Params<T> p = make_params<T>(args, Cfg::BLOCK_M);
       const unsigned blocks = grid_blocks(p, Cfg::kThreads, "step 06");
+      const std::int64_t section =
+          p.mask != Mask::none ? l2_section_pairs(p.B, p.Hq, p.Hkv, p.Nk, HEAD_DIM, static_cast<int>(sizeof(T)),
+                                                  l2_section_bytes("FLASHSTEPS_STEP06_SECTION_MIB"))
+                               : 1;
       constexpr std::size_t smem_bytes = Cfg::template smem_bytes<HEAD_DIM>();
       const void* kernel = reinterpret_cast<const void*>(&attention_kernel<T, HEAD_DIM, Cfg>);
       vendor::set_max_dynamic_smem(kernel, smem_bytes);  // above 48 KiB needs an opt-in
-      attention_kernel<T, HEAD_DIM, Cfg><<<blocks, Cfg::kThreads, smem_bytes, stream>>>(p);
+      attention_kernel<T, HEAD_DIM, Cfg><<<blocks, Cfg::kThreads, smem_bytes, stream>>>(p, section);
       FLASHSTEPS_CHECK_LAUNCH("step06::attention_kernel");
     }
   });

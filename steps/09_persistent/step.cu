@@ -3,10 +3,11 @@
 //
 // What changes against step 08 (NVIDIA sm_90a only; the new words are in tile_sm90.h):
 //   - a persistent grid: one block per SM walks a list of work tiles (one per batch, head and
-//     query tile). Full problems: a static deal, head by head, as the flat grids of steps
-//     05-08 ordered their blocks. Causal problems: the tiles are claimed from a counter in
-//     the workspace (4 bytes, zeroed before each launch), heaviest first (LPT) within sections
-//     of heads whose K and V fit in L2 together. The K/V ring and its phases run on across
+//     query tile). Full problems whose tiles are all alike: a static deal, head by head, as
+//     the flat grids of steps 05-08 ordered their blocks. Causal problems, and full ones with
+//     a short last query tile: the tiles are claimed from a counter in the workspace (4 bytes,
+//     zeroed before each launch); causal ones heaviest first (LPT) within sections of heads
+//     whose K and V fit in L2 together. The K/V ring and its phases run on across
 //     the tiles of a block, so the producer loads the next tile's first K while the
 //     consumers still finish this one
 //   - the epilogue goes out through TMA: each consumer writes its O rows into an O buffer
@@ -77,6 +78,7 @@
 #include <utility>
 
 #include "flashsteps/dispatch.h"
+#include "flashsteps/l2_sections.h"
 #include "flashsteps/params.h"
 #include "flashsteps/step.h"
 #include "flashsteps/tile.h"
@@ -155,15 +157,20 @@ struct TileConfig {
 // [end:tile_config]
 
 // [start:scheduler]
-// Which work tiles a block takes, and in what order. Full problems: a static list walked head
-// by head (the blocks running at once share a head's K and V in L2), dealt out in waves of
-// gridDim.x tiles, back and forth: block i takes position i of waves 0, 2, 4, ... and
-// position gridDim.x - 1 - i of waves 1, 3, ... Every full tile sees as many keys, so every
-// block gets as much work. Causal problems: tiles differ (the last query tile of a head sees
-// every key, the first one tile of them), so the blocks take them from one list in the order
-// they become free: the producer of a block claims its next tile with an atomic add on a
-// counter in the workspace (zeroed before the launch), heaviest tiles first (LPT, step 05)
-// within sections of `section` (batch, head) pairs whose K and V fit together in L2
+// Which work tiles a block takes, and in what order. Full problems: a list walked head by
+// head (the blocks running at once share a head's K and V in L2). Where seqlen_q is a
+// multiple of BLOCK_M every tile is as heavy (as many rows, as many keys), and the list is
+// dealt out statically in waves of gridDim.x tiles, back and forth: block i takes position i
+// of waves 0, 2, 4, ... and position gridDim.x - 1 - i of waves 1, 3, ... Where it is not,
+// each head's last tile is short (at D = 64, 192 rows: 1024 = 5 x 192 + 64, a tile with one
+// busy consumer of three), and a static deal would give those light tiles to the same few
+// blocks every wave (132 = 22 heads x 6 tiles: block i gets tile i % 6 of a head, so 88 of
+// the 132 blocks never get a light one and set the pace), so the blocks claim them from a
+// counter instead, as causal problems do. Causal problems: tiles differ (the last query
+// tile of a head sees every key, the first one tile of them), so the blocks take them from
+// one list in the order they become free: the producer of a block claims its next tile with
+// an atomic add on a counter in the workspace (zeroed before the launch), heaviest tiles
+// first (LPT, step 05) within sections of `section` (batch, head) pairs whose K and V fit together in L2
 // (launch() sizes them). Heaviest first over all heads at once, the blocks running together
 // each read a different head's K and V, and a head's next query tile came two waves later,
 // after every other head's K and V had gone through L2: most K/V reads went to HBM. A static
@@ -347,8 +354,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       // after issuing its last S, where it had two key tiles or more), so the wait for
       // q_empty is short. With one Q buffer the next Q can only go out once this tile's last
       // S is done: after its loads, as before.
-      // The block's next work tile: claimed from the shared counter (causal), or the next
-      // wave's of the static deal (full; the wave is the block's count of work tiles so far),
+      // The block's next work tile: claimed from the shared counter (causal, or full with a
+      // short last query tile), or the next wave's of the static deal (the wave is the block's
+      // count of work tiles so far),
       // when its Q is to be loaded. In 32 bits, as work_tile().
       const auto tiles = static_cast<std::uint32_t>(work_tiles);
       auto next_tile = [&]() -> std::uint32_t {
@@ -736,23 +744,6 @@ using Space = std::conditional_t<HEAD_DIM == 64,
                                             TileConfig<HEAD_DIM, 2, 128, 2>>>;
 // [end:space]
 
-// The K/V bytes of one section of a causal problem's tile list (scheduler above): 32 MiB, about
-// half the H200's 60 MiB L2, leaving room for Q, O and the other heads' tiles in flight;
-// FLASHSTEPS_STEP09_SECTION_MIB sets another (0: one section of every head), for
-// measurements.
-std::int64_t section_bytes() {
-  constexpr std::int64_t kMiB = 1 << 20;
-  if (const char* env = std::getenv("FLASHSTEPS_STEP09_SECTION_MIB"); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    const long long mib = std::strtoll(env, &end, 10);
-    if (*end != '\0' || mib < 0)
-      throw InvalidArgument(std::string("FLASHSTEPS_STEP09_SECTION_MIB (") + env + ") is not a whole number of MiB");
-    constexpr long long kMaxMiB = std::numeric_limits<std::int64_t>::max() / kMiB;  // more is one section too
-    return mib == 0 || mib > kMaxMiB ? std::numeric_limits<std::int64_t>::max() : mib * kMiB;
-  }
-  return 32 * kMiB;
-}
-
 template <typename T, class Cfg>
 void launch(const AttentionArgs& args, vendor::Stream stream, std::int64_t kv_section_bytes) {
   static_assert(Cfg::smem_bytes <= kMaxSmem, "the tiles exceed the shared memory of a block");
@@ -771,21 +762,19 @@ void launch(const AttentionArgs& args, vendor::Stream stream, std::int64_t kv_se
     v_map = sm90::make_tensor_map(args.v, "v", Cfg::BLOCK_N);
   }
   // [start:sections]
-  // Causal problems: the tile counter, zeroed on the stream before the launch (a memset of 4
-  // bytes: one more operation on the stream, inside every causal call's measured time), and
-  // the sections of (batch, head) pairs whose K and V, Nk x head_dim x 2 bytes each of them
-  // per K/V head (the compiled head_dim), fit in
-  // kv_section_bytes together (section_bytes(); query heads of one K/V head, GQA, share theirs).
+  // Causal problems and full ones with a short last query tile (scheduler above): the tile
+  // counter, zeroed on the stream before the launch (a memset of 4 bytes: one more operation
+  // on the stream, inside every such call's measured time). Causal problems: sections of the
+  // (batch, head) pairs whose K and V fit in kv_section_bytes together (l2_sections.h).
   std::uint32_t* tile_counter = nullptr;
   std::uint32_t section = 1;
-  if (p.mask != Mask::none) {
+  if (p.mask != Mask::none || p.Nq % Cfg::BLOCK_M != 0) {
     tile_counter = static_cast<std::uint32_t*>(args.workspace);
     vendor::memset_device_async(tile_counter, 0, sizeof(std::uint32_t), stream);
-    const std::int64_t kv_head_bytes = 2 * p.Nk * Cfg::HEAD_DIM * static_cast<std::int64_t>(sizeof(T));
-    // (At most every K/V head, so that the product below cannot overflow.)
-    const std::int64_t kv_heads = kv_head_bytes > 0 ? std::clamp<std::int64_t>(kv_section_bytes / kv_head_bytes, 1, p.B * p.Hkv) : p.B * p.Hkv;
-    section = static_cast<std::uint32_t>(std::min<std::int64_t>(p.B * p.Hq, kv_heads * (p.Hq / p.Hkv)));
   }
+  if (p.mask != Mask::none)
+    section = static_cast<std::uint32_t>(
+        l2_section_pairs(p.B, p.Hq, p.Hkv, p.Nk, Cfg::HEAD_DIM, static_cast<int>(sizeof(T)), kv_section_bytes));
   // [end:sections]
   const void* kernel = reinterpret_cast<const void*>(&attention_kernel<T, Cfg>);
   vendor::set_max_dynamic_smem(kernel, Cfg::smem_bytes);
@@ -805,13 +794,13 @@ void check_work_tiles(const AttentionArgs& args, int block_m) {
                         work_tiles, "the 32-bit work-tile index", std::numeric_limits<std::int32_t>::max());
 }
 
-// A causal problem's tile counter: workspace_bytes(args) bytes, 4-byte aligned.
+// The tile counter: workspace_bytes(args) bytes, 4-byte aligned.
 void check_workspace(const AttentionArgs& args) {
   const std::size_t needed = workspace_bytes(args);
   if (needed > 0 && (args.workspace == nullptr || args.workspace_size < needed))
     throw InvalidArgument("workspace_size = " + std::to_string(args.workspace_size) + " bytes (workspace " +
                           (args.workspace == nullptr ? "null" : "set") + "): step 09 needs " + std::to_string(needed) +
-                          " bytes for a causal problem's tile counter (see workspace_bytes)");
+                          " bytes for its tile counter (see workspace_bytes)");
   if (needed > 0 && reinterpret_cast<std::uintptr_t>(args.workspace) % alignof(std::uint32_t) != 0)
     throw InvalidArgument("workspace: must be 4-byte aligned (the tile counter)");
 }
@@ -827,7 +816,7 @@ bool launch_shape(const TileShape& shape, const AttentionArgs& args, vendor::Str
     if (is_empty(args)) return;
     check_work_tiles(args, C::BLOCK_M);
     check_workspace(args);
-    const std::int64_t kv_section_bytes = args.mask != Mask::none ? section_bytes() : 0;
+    const std::int64_t kv_section_bytes = args.mask != Mask::none ? l2_section_bytes("FLASHSTEPS_STEP09_SECTION_MIB") : 0;
     sm90::require_sm90("step 09");
     vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -888,10 +877,10 @@ TileShape default_shape(int head_dim, Mask mask, std::int64_t seqlen_k) {
 }
 // [end:default_shape]
 
-// Causal problems take their work tiles from a counter (see the scheduler): 4 bytes.
-std::size_t workspace_bytes(const AttentionArgs& args) {
-  return args.mask != Mask::none && !is_empty(args) ? sizeof(std::uint32_t) : 0;
-}
+// The tile counter (see the scheduler): 4 bytes for every problem that is not empty. Full
+// problems whose seqlen_q is a multiple of the shape's BLOCK_M do not use it; the shape is
+// chosen per call (and may be forced), so the contract does not depend on it.
+std::size_t workspace_bytes(const AttentionArgs& args) { return !is_empty(args) ? sizeof(std::uint32_t) : 0; }
 
 StepInfo info() {
   StepInfo i{9, "persistent",
