@@ -167,7 +167,8 @@ AttentionArgs args_of(const InArray& q, const InArray& k, const InArray& v, cons
 }
 
 // The step call: 0 when it ran, or the workspace bytes it needs when @p workspace is
-// missing or too small (the caller allocates them and calls again; only step 01 needs any).
+// missing or too small (the caller allocates them and calls again; steps 01, 09 and 10 need
+// some: step 01's S/P matrix, step 09's tile counter, step 10's split partials).
 std::size_t forward(int step, const InArray& q, const InArray& k, const InArray& v, const OutArray& o,
                     const std::optional<OutArray>& lse, const std::optional<OutArray>& workspace,
                     const std::string& mask, std::optional<double> scale, std::uintptr_t stream) {

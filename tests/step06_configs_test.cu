@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flashsteps/dispatch.h"
@@ -72,6 +73,48 @@ INSTANTIATE_TEST_SUITE_P(Space, EveryConfiguration, ::testing::ValuesIn(config_c
                            return testing::test_name(info.param.name());
                          });
 
+// Causal blocks go heaviest first within sections of (batch, head) pairs whose K and V fit in
+// L2 together, section after section (step.cu, l2_sections.h); the default 32 MiB makes one
+// section of every small problem, so the conformance suite never sees a second. With
+// FLASHSTEPS_STEP06_SECTION_MIB = 1, 4 x 12 query heads of 4 x 4 K/V heads (GQA, three per K/V
+// head) and 520 keys (bf16): K/V heads of 66,560 bytes (D = 32), 133,120 (64), 199,680 (96),
+// 266,240 (128) and 532,480 (256) make sections of 45, 21, 15, 9 and 3 query heads, so the last
+// of the 48 pairs' sections is short (3, 6, 3 and 3 pairs) at every head dim but 256; at 600
+// keys, 45, 18, 15, 9 and 3. Both causal alignments, Nq = 520 = 4 x 128 + 8 (a short last
+// query tile), every compiled head dim, the tuner's configuration.
+TEST(Sections, ShortLastSectionMatchesFloat64Reference) {
+  if (vendor::device_count() == 0) GTEST_SKIP() << "no GPU visible to the " << vendor::kName << " runtime";
+  const testing::ScopedEnv env("FLASHSTEPS_STEP06_SECTION_MIB", "1");
+  for (int d : kTensorCoreHeadDims)
+    for (const auto& [mask, nk] : {std::pair{Mask::causal_top_left, 520}, std::pair{Mask::causal_bottom_right, 600}}) {
+      const Problem problem = make(4, 12, 4, 520, nk, d, DType::bf16, mask);
+      const HostInputs in = make_random_inputs(problem, seed_from_name(problem.name()));
+      const reference::Result ref = reference::run(in);
+      DeviceCase device_case(in);
+      const DeviceCase::Output out = run_once(device_case, StepFns{&step06::attention_forward, &step06::workspace_bytes});
+      EXPECT_TRUE(out.guards_intact) << problem.name();
+      EXPECT_EQ(out.unwritten, 0) << problem.name();
+      EXPECT_EQ(verify_output(problem, ref.o, ref.lse, out.o, out.lse).failure, "") << problem.name();
+    }
+}
+
+// A section size that is not a whole number of MiB is refused by name, with its value, before
+// any launch of a causal call (no GPU needed: the pointers are never read).
+TEST(Sections, BadSectionSizeIsRefusedByName) {
+  AttentionArgs a = testing::made_up_args(64);
+  a.mask = Mask::causal_bottom_right;
+  const step06::TileChoice choice = step06::heuristic(64);
+  for (const char* bad : {"-1", "abc", "3x", "1.5"}) {
+    const testing::ScopedEnv env("FLASHSTEPS_STEP06_SECTION_MIB", bad);
+    try {
+      step06::attention_forward_with(a, nullptr, choice);
+      ADD_FAILURE() << "FLASHSTEPS_STEP06_SECTION_MIB=" << bad << " was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("FLASHSTEPS_STEP06_SECTION_MIB (") + bad + ") is not a whole number of MiB");
+    }
+  }
+}
+
 // The space is what the chapter says it is: every compiled head dim has configurations, the
 // heuristic default is one of them, and names round-trip.
 TEST(Space, EveryHeadDimHasCandidatesAndTheDefaultIsOne) {
@@ -97,14 +140,7 @@ TEST(Space, EveryHeadDimHasCandidatesAndTheDefaultIsOne) {
 }
 
 TEST(Space, ForcedConfigurationOutsideTheSpaceIsRejected) {
-  AttentionArgs a;
-  std::uintptr_t address = 0x1000000;
-  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
-    t->data = reinterpret_cast<void*>(address += 0x1000000);
-    t->dtype = DType::bf16;
-    t->shape[0] = 1, t->shape[1] = 2, t->shape[2] = 16, t->shape[3] = 64;
-    t->stride[0] = 2 * 16 * 64, t->stride[1] = 16 * 64, t->stride[2] = 64, t->stride[3] = 1;
-  }
+  const AttentionArgs a = testing::made_up_args(64);
   EXPECT_THROW(step06::attention_forward_with(a, nullptr, step06::TileChoice{128, 64, 2, 2}), Unsupported);
   const step06::ScopedTunerOptions forced({step06::TileChoice{999, 64, 4, 2}});
   try {

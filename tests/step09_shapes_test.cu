@@ -98,27 +98,17 @@ INSTANTIATE_TEST_SUITE_P(Space, EveryShape, ::testing::ValuesIn(shape_cases()),
                            return testing::test_name(info.param.name());
                          });
 
-// A bf16 BHSD call of 1 x 2 heads x 16 rows at D = 128 on made-up addresses, for checks that
-// refuse a call before any launch (the pointers are never read).
-AttentionArgs small_args() {
-  AttentionArgs a;
-  std::uintptr_t address = 0x1000000;
-  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
-    t->data = reinterpret_cast<void*>(address += 0x1000000);
-    t->dtype = DType::bf16;
-    t->shape[0] = 1, t->shape[1] = 2, t->shape[2] = 16, t->shape[3] = 128;
-    t->stride[0] = 2 * 16 * 128, t->stride[1] = 16 * 128, t->stride[2] = 128, t->stride[3] = 1;
-  }
-  return a;
-}
-
 // Causal problems take their work tiles from a counter in the workspace, heaviest first within
 // sections of heads whose K and V fit in L2, and so do full problems whose last query tile is
 // short; full problems of whole tiles are dealt statically (the scheduler in step.cu). 4 x 12
-// query heads of 4 x 4 K/V heads (GQA, three per K/V head), 520 rows: 240 work tiles at
-// BLOCK_M 128, 144 at 192, more than the 132 SMs of an H200, so that blocks claim tiles from
-// the counter (520 = 4 x 128 + 8 = 2 x 192 + 136: a short last tile at both); 384 rows
-// (3 x 128, 2 x 192: 144 and 96 tiles) take the static deal, which must not read the counter.
+// query heads of 4 x 4 K/V heads (GQA, three per K/V head). 520 rows: 240 work tiles at
+// BLOCK_M 128 (D = 128), 144 at 192 (D = 64), more than the 132 SMs of an H200, so that blocks
+// claim tiles from the counter (520 = 4 x 128 + 8 = 2 x 192 + 136: a short last tile at both).
+// 768 rows (6 x 128, 4 x 192: 288 and 192 tiles, more than one wave at both) take the static
+// deal, which leaves the counter alone. Every claim past a block's first tile adds one to the
+// counter, and so does each block's last claim, which finds nothing left: after the call it
+// holds the number of work tiles exactly, or the 0x7F7F7F7F it was filled with where the
+// tiles were dealt statically.
 // FLASHSTEPS_STEP09_SECTION_MIB = 1 makes sections of 9 query heads at D = 128 (266,240 bytes
 // of K/V per K/V head at 520 keys: 5 sections and a last one of 3) and of 21 at D = 64 (2 and
 // a last one of 6; at 600 keys 18: 2 and a last one of 12); 0 makes one section of all 48.
@@ -134,7 +124,7 @@ TEST(Scheduler, CounterAndSectionsMatchFloat64Reference) {
   };
   for (int d : kHopperHeadDims)
     for (const Case& c : {Case{Mask::causal_top_left, 520, 520}, Case{Mask::causal_bottom_right, 520, 600},
-                          Case{Mask::none, 520, 600}, Case{Mask::none, 384, 600}})
+                          Case{Mask::none, 520, 600}, Case{Mask::none, 768, 600}})
       for (const char* mib : {"1", "0"}) {
         if (c.mask == Mask::none && *mib == '0') continue;  // sections order causal tiles only
         const Problem problem = make(4, 12, 4, c.nq, c.nk, d, DType::bf16, c.mask);
@@ -151,6 +141,11 @@ TEST(Scheduler, CounterAndSectionsMatchFloat64Reference) {
         EXPECT_TRUE(out.guards_intact) << name;
         EXPECT_EQ(out.unwritten, 0) << name;
         EXPECT_EQ(verify_output(problem, ref.o, ref.lse, out.o, out.lse).failure, "") << name;
+        const int block_m = step09::default_shape(d, c.mask, c.nk).block_m;
+        const auto tiles = static_cast<std::uint32_t>(problem.batch * problem.heads_q * ((c.nq + block_m - 1) / block_m));
+        std::uint32_t counter = 0;
+        vendor::copy_to_host(&counter, device_case.args().workspace, sizeof counter);
+        EXPECT_EQ(counter, c.mask != Mask::none || c.nq % block_m != 0 ? tiles : 0x7F7F7F7Fu) << name;
       }
 }
 
@@ -158,7 +153,7 @@ TEST(Scheduler, CounterAndSectionsMatchFloat64Reference) {
 // empty one; a call without it, or a causal one with a bad FLASHSTEPS_STEP09_SECTION_MIB, is
 // refused by name before anything is launched (no GPU needed: the pointers are never read).
 TEST(Scheduler, EveryProblemNeedsItsCounter) {
-  AttentionArgs a = small_args();
+  AttentionArgs a = testing::made_up_args();
   for (Mask mask : {Mask::none, Mask::causal_bottom_right}) {
     a.mask = mask;
     EXPECT_EQ(step09::workspace_bytes(a), sizeof(std::uint32_t));
@@ -198,7 +193,7 @@ TEST(Scheduler, EveryProblemNeedsItsCounter) {
 // rows (within TMA's coordinates, and of D = 8, 32 GiB per tensor, within an H200) is refused
 // by name before anything is launched.
 TEST(Scheduler, QueryRowsBeyondThe32BitTileRowsAreRefused) {
-  AttentionArgs a = small_args();
+  AttentionArgs a = testing::made_up_args();
   a.mask = Mask::causal_bottom_right;
   for (TensorView* t : {&a.q, &a.o}) {
     t->shape[1] = 1, t->shape[2] = std::numeric_limits<std::int32_t>::max(), t->shape[3] = 8;
@@ -252,7 +247,7 @@ TEST(Space, EveryHeadDimHasShapesAndTheDefaultsAreAmongThem) {
 }
 
 TEST(Space, ShapeOutsideTheSpaceIsRefusedByName) {
-  AttentionArgs a = small_args();
+  AttentionArgs a = testing::made_up_args();
   try {
     step09::attention_forward_with(a, nullptr, step09::TileShape{192, 176, 2});
     ADD_FAILURE() << "accepted a shape outside the space";

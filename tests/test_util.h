@@ -5,10 +5,12 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <optional>
 #include <ostream>
 #include <string>
 
+#include "flashsteps/attention.h"
 #include "flashsteps/problem.h"
 
 namespace flashsteps::testing {
@@ -27,6 +29,21 @@ inline Problem make(std::int64_t B, std::int64_t Hq, std::int64_t Hkv, std::int6
   p.batch = B, p.heads_q = Hq, p.heads_kv = Hkv, p.seqlen_q = Nq, p.seqlen_k = Nk, p.head_dim = D;
   p.dtype = dtype, p.mask = mask, p.layout = layout;
   return p;
+}
+
+/// A full (unmasked) bf16 BHSD call of 1 x 2 heads x 16 rows of @p head_dim on made-up,
+/// aligned addresses, for checks that refuse a call before any launch: the pointers are never
+/// read.
+inline AttentionArgs made_up_args(std::int64_t head_dim = 128) {
+  AttentionArgs a;
+  std::uintptr_t address = 0x1000000;
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
+    t->data = reinterpret_cast<void*>(address += 0x1000000);
+    t->dtype = DType::bf16;
+    t->shape[0] = 1, t->shape[1] = 2, t->shape[2] = 16, t->shape[3] = head_dim;
+    t->stride[0] = 2 * 16 * head_dim, t->stride[1] = 16 * head_dim, t->stride[2] = head_dim, t->stride[3] = 1;
+  }
+  return a;
 }
 
 // Sets an environment variable for one scope and restores what was there.

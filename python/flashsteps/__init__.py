@@ -100,7 +100,7 @@ def _empty_like(q: Any, shape: tuple[int, ...], kind: str):
         dtype = {"like_q": q.dtype, "float32": xp.float32, "bytes": xp.uint8}[kind]
         return xp.empty(shape, dtype=dtype, device=q.device)
     needs = {"like_q": "pass out=", "float32": "use return_lse=False",
-             "bytes": "step 01 needs scratch memory it cannot allocate there: use another step"}[kind]
+             "bytes": "this step needs a workspace (steps 01, 09 and 10 do), which cannot be allocated there: use a step that needs none"}[kind]
     raise TypeError(f"q: cannot allocate {'the output' if kind == 'like_q' else 'the LSE' if kind == 'float32' else 'scratch memory'} "
                     f"in the framework of {type(q).__name__} (neither a torch.Tensor nor an "
                     f"array-API array): {needs}")
@@ -187,7 +187,7 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
     lse = _empty_like(q, tuple(q.shape[:3]), "float32") if return_lse else None
     scale = None if scale is None else float(scale)
     need = _ext.forward(step, q, k, v, o, lse, None, mask, scale, stream)
-    if need:  # only step 01 needs scratch (its S/P matrix): allocate it and call again
+    if need:  # a workspace (step 01: its S/P matrix, 09: its tile counter, 10: the split partials): allocate it and call again
         workspace = _empty_like(q, (need,), "bytes")
         _ext.forward(step, q, k, v, o, lse, workspace, mask, scale, stream)
     return (result, lse) if return_lse else result

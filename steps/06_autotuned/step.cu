@@ -9,7 +9,7 @@
 //   - one new kernel variant joins the space, OVERLAP: S of tile j + 1 is computed before the
 //     softmax of tile j, so one warp can keep the tensor cores and the FP32 units busy at once
 //     (three K/V stages, two S accumulators); otherwise the kernel is step 05's but for the
-//     next point
+//     next two points
 //   - causal blocks go heaviest first within sections of heads whose K and V fit in L2
 //     together, section after section, instead of heaviest first over every head at once
 //     (l2_sections.h): the blocks running together then read a few heads' K and V from L2

@@ -14,7 +14,10 @@
 //     when every warp is done with it, so the ring refills without a block-wide barrier
 //   - each warpgroup computes only the KV tiles its own 64 rows see (causal diagonal, ragged
 //     Nq); the block's other tiles it waits for and releases unread, so the ring keeps count
-//   - the online softmax, masks, causal early exit and LPT order are step 05's
+//   - the online softmax, masks, causal early exit and LPT order are step 05's: step 06's L2
+//     sections of causal heads (since 3a4cdb9) are not taken, so the diff against step 06
+//     shows that order going back to step 05's (step 09 brings the sections back, with its
+//     persistent scheduler)
 // Why it is faster: one wgmma.m64n128k16, issued by the warpgroup's four warps, does the work
 // of 64 mma.sync.m16n8k16 (16 per warp), and its operands need no register round trip, so
 // about a third fewer instructions are issued per FLOP (Nsight Compute, in the chapter); TMA moves a tile with one instruction instead of 16-byte copies from every thread.

@@ -164,14 +164,15 @@ struct TileConfig {
 // of waves 0, 2, 4, ... and position gridDim.x - 1 - i of waves 1, 3, ... Where it is not,
 // each head's last tile is short (at D = 64, 192 rows: 1024 = 5 x 192 + 64, a tile with one
 // busy consumer of three), and a static deal would give those light tiles to the same few
-// blocks every wave (132 = 22 heads x 6 tiles: block i gets tile i % 6 of a head, so 88 of
-// the 132 blocks never get a light one and set the pace), so the blocks claim them from a
-// counter instead, as causal problems do. Causal problems: tiles differ (the last query
-// tile of a head sees every key, the first one tile of them), so the blocks take them from
-// one list in the order they become free: the producer of a block claims its next tile with
-// an atomic add on a counter in the workspace (zeroed before the launch), heaviest tiles
-// first (LPT, step 05) within sections of `section` (batch, head) pairs whose K and V fit together in L2
-// (launch() sizes them). Heaviest first over all heads at once, the blocks running together
+// blocks every wave (132 = 22 heads x 6 tiles: block i gets tile i % 6 of a head in the even
+// waves and 5 - i % 6 in the odd ones, so the 88 blocks of i % 6 = 1 .. 4 never get a light
+// one and set the pace), so the blocks claim them from a counter instead, as causal
+// problems do. Causal problems: tiles differ (the last query tile of a head sees every key,
+// the first one tile of them), so the blocks take them from one list in the order they
+// become free: the producer of a block claims its next tile with an atomic add on a counter
+// in the workspace (zeroed before the launch), heaviest tiles first (LPT, step 05) within
+// sections of `section` (batch, head) pairs whose K and V fit together in L2 (launch() sizes
+// them). Heaviest first over all heads at once, the blocks running together
 // each read a different head's K and V, and a head's next query tile came two waves later,
 // after every other head's K and V had gone through L2: most K/V reads went to HBM. A static
 // deal of the sectioned list would not balance (it mixes heavy and light tiles in one wave);

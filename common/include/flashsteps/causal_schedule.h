@@ -14,8 +14,8 @@
 /// The kernels of steps 05 and 06 spell the same maps inline, between their `[start:schedule]`
 /// and `[end:early_exit]` markers: those lines are step 05's lesson, so its diff against step
 /// 04 shows them, and the generated code of the measured kernels stays as it was. (Step 06
-/// orders its causal blocks so within L2 sections of heads, l2_sections.h; with one section
-/// of every head its map is this one.) The
+/// orders its causal blocks in the same way within L2-sized sections of heads, one section
+/// after the other, l2_sections.h; with one section of every head its map is this one.) The
 /// expressions here are the kernels' with `blockIdx.x` named `block`;
 /// tools/book/tests/test_step_figures.py fails when the two drift apart.
 #pragma once

@@ -3,11 +3,12 @@
 /// @brief L2-sized sections of a causal tile order (steps 06 and 09), host side.
 ///
 /// Heaviest first over every (batch, head) pair at once (step 05's order), the blocks running
-/// together each read a different head's K and V, and a head's next query tile comes a wave
-/// later, after every other head's K and V went through L2. Ordering the tiles heaviest first
-/// within sections of pairs whose K and V fit in L2 together, section after section, keeps
-/// the K/V reads of the blocks running at once in L2 (FlashAttention-3's scheduler groups
-/// heads the same way; book chapters 06 and 09 measure it).
+/// together each read a different head's K and V: they span every head, whose K and V can be
+/// twice the L2 or more (128 MiB at every point of the standard set), and a head's next query
+/// tile comes B * Hq tiles later, when its K/V tiles have left L2. Ordering the tiles heaviest
+/// first within sections of pairs whose K and V fit in L2 together, section after section,
+/// keeps the K/V reads of the blocks running at once in L2 (FlashAttention-3's scheduler
+/// groups heads the same way; book chapters 06 and 09 measure it).
 #pragma once
 
 #include <algorithm>
@@ -21,9 +22,12 @@
 namespace flashsteps {
 
 /// The K/V bytes of one section: 32 MiB, about half the H200's 60 MiB L2, which leaves room for
-/// Q, O and the tiles of the next section in flight; or the whole number of MiB in the
-/// environment variable @p env_name (0: one section of every pair), for measurements.
-/// @throws InvalidArgument naming @p env_name when it is set to anything else.
+/// Q, O and the tiles of the next section in flight (measured on the H200 only; on AMD GPUs,
+/// whose L2 and Infinity Cache differ, it is not measured); or the whole number of MiB in the
+/// environment variable @p env_name, for measurements: 0, or more MiB than an int64 holds
+/// bytes, is one section of every pair; unset or empty is the default.
+/// @throws InvalidArgument naming @p env_name and its value when it is set to anything else
+///         (a negative number, a fraction, trailing characters).
 inline std::int64_t l2_section_bytes(const char* env_name) {
   constexpr std::int64_t kMiB = 1 << 20;
   if (const char* env = std::getenv(env_name); env != nullptr && *env != '\0') {
