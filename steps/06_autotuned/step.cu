@@ -24,12 +24,13 @@
 // Why it is faster: the best shape depends on the head dim, the mask and the sequence length
 // (short sequences want more, smaller blocks to fill 132 SMs; long ones want the widest tiles
 // the registers allow). One fixed shape leaves that on the table.
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 353.5 TFLOP/s
-// (results/nvidia-h200/step06.json, commit 12ca4e7).
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 355.2 TFLOP/s
+// (results/nvidia-h200/step06.json, commit 02d8e73).
 // The chapter compares it with PyTorch SDPA's FlashAttention-2 backend measured in the same
-// run and timed by the same loop: at or above it at every causal point of D = 128 and on the
-// longest full problems, short of it on the shorter full ones and on the middle lengths of
-// D = 64 causal, which the course's target asks to pass; it says where the gap is.
+// run and timed by the same loop: at or above it at every causal point of D = 128, at the
+// longest D = 64 causal ones and on the longer D = 128 full ones, short of it on the shorter
+// full ones and on the middle lengths of D = 64 causal, which the course's target asks to
+// pass; it says where the gap is.
 // Limits: as step 05 (fp16/bf16, head_dim a multiple of 8 up to 256, 16-byte alignment).
 // Chapter: book/steps/06_autotuned.md
 #include <cmath>
