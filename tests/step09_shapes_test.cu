@@ -105,10 +105,12 @@ INSTANTIATE_TEST_SUITE_P(Space, EveryShape, ::testing::ValuesIn(shape_cases()),
 // BLOCK_M 128 (D = 128), 144 at 192 (D = 64), more than the 132 SMs of an H200, so that blocks
 // claim tiles from the counter (520 = 4 x 128 + 8 = 2 x 192 + 136: a short last tile at both).
 // 768 rows (6 x 128, 4 x 192: 288 and 192 tiles, more than one wave at both) take the static
-// deal, which leaves the counter alone. Every claim past a block's first tile adds one to the
-// counter, and so does each block's last claim, which finds nothing left: after the call it
-// holds the number of work tiles exactly, or the 0x7F7F7F7F it was filled with where the
-// tiles were dealt statically (as they are wherever there are no more tiles than SMs).
+// deal, which leaves the counter alone. So does a causal problem of 130 rows: 48 work tiles
+// at D = 64, 96 at D = 128, no more than the SMs, so each block's first tile is its only one
+// and is dealt without the counter (and without its memset). Every claim past a block's first
+// tile adds one to the counter, and so does each block's last claim, which finds nothing
+// left: after the call it holds the number of work tiles exactly, or the 0x7F7F7F7F it was
+// filled with where the tiles were dealt statically.
 // FLASHSTEPS_STEP09_SECTION_MIB = 1 makes sections of 9 query heads at D = 128 (266,240 bytes
 // of K/V per K/V head at 520 keys: 5 sections and a last one of 3) and of 21 at D = 64 (2 and
 // a last one of 6; at 600 keys 18: 2 and a last one of 12); 0 makes one section of all 48.
@@ -124,7 +126,8 @@ TEST(Scheduler, CounterAndSectionsMatchFloat64Reference) {
   };
   for (int d : kHopperHeadDims)
     for (const Case& c : {Case{Mask::causal_top_left, 520, 520}, Case{Mask::causal_bottom_right, 520, 600},
-                          Case{Mask::none, 520, 600}, Case{Mask::none, 768, 600}})
+                          Case{Mask::none, 520, 600}, Case{Mask::none, 768, 600},
+                          Case{Mask::causal_bottom_right, 130, 130}})
       for (const char* mib : {"1", "0"}) {
         if (c.mask == Mask::none && *mib == '0') continue;  // sections order causal tiles only
         const Problem problem = make(4, 12, 4, c.nq, c.nk, d, DType::bf16, c.mask);
