@@ -769,7 +769,7 @@ void launch(const AttentionArgs& args, vendor::Stream stream, std::int64_t kv_se
   // counter, zeroed on the stream before the launch (a memset of 4 bytes: one more operation
   // on the stream, inside every such call's measured time), where there are more work tiles
   // than blocks; with no more, each block's first tile is its only one, and the static deal
-  // says so without a memset (MiniLM's 72 tiles: 1 us of a 7 us call). Causal problems:
+  // says so without a memset (MiniLM's 72 tiles: about 1 us of an 8 us call). Causal problems:
   // sections of the (batch, head) pairs whose K and V fit in kv_section_bytes together
   // (l2_sections.h).
   std::uint32_t* tile_counter = nullptr;
