@@ -7,11 +7,9 @@
 //     the flat grids of steps 05-08 ordered their blocks. Causal problems, and full ones with
 //     a short last query tile, where there are more tiles than blocks: the tiles are claimed
 //     from a counter in the workspace (4 bytes, zeroed before each launch); causal ones
-//     heaviest first (LPT) within sections of heads whose K and V fit in L2 together (with no
-//     more tiles than blocks, each block's first tile is its only one, dealt without a
-//     counter). The K/V ring and its phases run on across
-//     the tiles of a block, so the producer loads the next tile's first K while the
-//     consumers still finish this one
+//     heaviest first (LPT) within sections of heads whose K and V fit in L2 together. The K/V
+//     ring and its phases run on across the tiles of a block, so the producer loads the next
+//     tile's first K while the consumers still finish this one
 //   - the epilogue goes out through TMA: each consumer writes its O rows into an O buffer
 //     (swizzled, as TMA reads it), and one thread stores them with one tile copy per 64
 //     columns; a ragged last tile clips itself. A q_empty barrier per Q buffer tells the producer when

@@ -104,10 +104,11 @@ SAME_RUN = "steps06-09-e1ddb9b"
 # Step 09 since d878171 (the producer hands out the work tiles, K one tile ahead of V, a
 # second Q buffer, the epilogue's LSE beside the last P V, O through stmatrix) and 1a9acaa
 # (the next work tile's Q issued during this one where there are two Q buffers) and 1f0a723
-# (causal tiles claimed from a counter, heaviest first within L2-sized sections of heads):
-# measured in one run with SDPA flash and cuDNN (same loop, same rotation), without steps
-# 06-08, whose code it does not change; its goal against cuDNN is judged on that run, its
-# standing against step 08 on SAME_RUN (the step 09 of e1ddb9b).
+# (causal tiles claimed from a counter, heaviest first within L2-sized sections of heads) and
+# 3a4cdb9 (full problems with a short last tile claim theirs too): measured in one run with
+# step 06 and SDPA flash and cuDNN (same loop, same rotation), without steps 07-08, whose
+# code it does not change; its goal against cuDNN is judged on that run, its standing
+# against step 08 on SAME_RUN (the step 09 of e1ddb9b).
 STEP09_RUN = "step06-step09-02d8e73"
 VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024, "run": SAME_RUN},
                  "cudnn": {"versus": "sdpa-cudnn", "goal": None, "min_seqlen": 1024, "run": SAME_RUN}},
