@@ -35,7 +35,7 @@ using testing::make;
 std::vector<ConfigCase> config_cases() {
   std::vector<ConfigCase> cases;
   for (int d : kTensorCoreHeadDims)
-    for (const step06::TileChoice& c : step06::candidates(d)) {
+    for (const step06::TileChoice& c : step06::tuner().shapes(d)) {
       cases.push_back({c, make(1, 2, 2, 1, 1, d, DType::f16, Mask::none)});
       cases.push_back({c, make(1, 2, 2, 300, 300, d, DType::bf16, Mask::causal_bottom_right)});
       cases.push_back({c, make(2, 4, 2, 130, 257, d - 8, DType::f16, Mask::causal_top_left)});
@@ -56,7 +56,7 @@ TEST_P(EveryConfiguration, MatchesFloat64Reference) {
   DeviceCase::Output out;
   {
     // The tuner's options force the configuration through the public entry point.
-    const step06::ScopedTunerOptions forced({c.choice});
+    const tuning::ScopedTunerOptions forced(step06::tuner(), {c.choice.name()});
     out = run_once(device_case, StepFns{&step06::attention_forward, &step06::workspace_bytes});
   }
   EXPECT_TRUE(out.guards_intact) << "a write landed outside a buffer";
@@ -119,7 +119,7 @@ TEST(Sections, BadSectionSizeIsRefusedByName) {
 // heuristic default is one of them, and names round-trip.
 TEST(Space, EveryHeadDimHasCandidatesAndTheDefaultIsOne) {
   for (int d : kTensorCoreHeadDims) {
-    const std::vector<step06::TileChoice> c = step06::candidates(d);
+    const std::vector<step06::TileChoice> c = step06::tuner().shapes(d);
     ASSERT_FALSE(c.empty()) << "head_dim " << d;
     const step06::TileChoice h = step06::heuristic(d);
     EXPECT_NE(std::find(c.begin(), c.end(), h), c.end()) << h.name();
@@ -129,8 +129,8 @@ TEST(Space, EveryHeadDimHasCandidatesAndTheDefaultIsOne) {
       EXPECT_EQ(*parsed, t);
     }
   }
-  EXPECT_TRUE(step06::candidates(48).empty());  // not compiled: D = 48 runs the 64 kernels
-  EXPECT_TRUE(step06::candidates(512).empty());
+  EXPECT_TRUE(step06::tuner().shapes(48).empty());  // not compiled: D = 48 runs the 64 kernels
+  EXPECT_TRUE(step06::tuner().shapes(512).empty());
   const auto overlapped = step06::TileChoice::parse("m128_n32_w4_s3_ov");
   ASSERT_TRUE(overlapped.has_value());
   EXPECT_EQ(overlapped->overlap, 1);
@@ -142,7 +142,7 @@ TEST(Space, EveryHeadDimHasCandidatesAndTheDefaultIsOne) {
 TEST(Space, ForcedConfigurationOutsideTheSpaceIsRejected) {
   const AttentionArgs a = testing::made_up_args(64);
   EXPECT_THROW(step06::attention_forward_with(a, nullptr, step06::TileChoice{128, 64, 2, 2}), Unsupported);
-  const step06::ScopedTunerOptions forced({step06::TileChoice{999, 64, 4, 2}});
+  const tuning::ScopedTunerOptions forced(step06::tuner(), {step06::TileChoice{999, 64, 4, 2}.name()});
   try {
     step06::attention_forward(a, nullptr);
     ADD_FAILURE() << "accepted a configuration outside the space";
@@ -151,54 +151,37 @@ TEST(Space, ForcedConfigurationOutsideTheSpaceIsRejected) {
   }
 }
 
-// The options the environment gives: FLASHSTEPS_CONFIG, FLASHSTEPS_TUNE and the cache path
-// (FLASHSTEPS_TUNE_CACHE, else under $HOME), read through a lookup instead of the process's
-// environment.
+// Step 06's names for the shared tuner's options (tests/tuner_test.cu tests the rest):
+// FLASHSTEPS_CONFIG, FLASHSTEPS_TUNE and FLASHSTEPS_TUNE_CACHE, else a cache under $HOME,
+// read through a lookup instead of the process's environment.
 TEST(TunerOptions, FromEnvironment) {
-  using Options = step06::TunerOptions;
-  const Options set = Options::from_environment([](const char* name) -> const char* {
+  const tuning::TunerCore& tuner = step06::tuner();
+  const tuning::TunerOptions set = tuner.options_from_environment([](const char* name) -> const char* {
     if (std::strcmp(name, "FLASHSTEPS_CONFIG") == 0) return "m128_n32_w4_s3_ov";
     if (std::strcmp(name, "FLASHSTEPS_TUNE") == 0) return "1";
     if (std::strcmp(name, "FLASHSTEPS_TUNE_CACHE") == 0) return "/tmp/cache.json";
     return nullptr;
   });
   ASSERT_TRUE(set.forced.has_value());
-  EXPECT_EQ(*set.forced, (step06::TileChoice{128, 32, 4, 3, 1}));
+  EXPECT_EQ(step06::TileChoice::parse(*set.forced), (step06::TileChoice{128, 32, 4, 3, 1}));
   EXPECT_TRUE(set.tune);
   EXPECT_EQ(set.cache_path, "/tmp/cache.json");
-  const Options home = Options::from_environment([](const char* name) -> const char* {
+  const tuning::TunerOptions home = tuner.options_from_environment([](const char* name) -> const char* {
     return std::strcmp(name, "HOME") == 0 ? "/home/u" : std::strcmp(name, "FLASHSTEPS_TUNE") == 0 ? "0" : nullptr;
   });
   EXPECT_FALSE(home.forced.has_value());
   EXPECT_FALSE(home.tune);
   EXPECT_EQ(home.cache_path, "/home/u/.cache/flashsteps/step06.json");
-  EXPECT_EQ(Options::from_environment([](const char*) -> const char* { return nullptr; }).cache_path,
+  EXPECT_EQ(tuner.options_from_environment([](const char*) -> const char* { return nullptr; }).cache_path,
             "flashsteps_step06_tuning.json");
   try {
-    Options::from_environment([](const char* name) -> const char* {
+    tuner.options_from_environment([](const char* name) -> const char* {
       return std::strcmp(name, "FLASHSTEPS_CONFIG") == 0 ? "m128_n64" : nullptr;
     });
     ADD_FAILURE() << "accepted a FLASHSTEPS_CONFIG that is not a shape name";
   } catch (const Unsupported& e) {
-    EXPECT_NE(std::string(e.what()).find("FLASHSTEPS_CONFIG (m128_n64)"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()), "FLASHSTEPS_CONFIG (m128_n64) is not a step 06 shape name such as m128_n64_w4_s2");
   }
-}
-
-// Options set by the program replace the environment's until they are reset, and nest.
-TEST(TunerOptions, ScopedOptionsRestoreThePreviousOnes) {
-  const step06::TileChoice a{128, 64, 4, 2}, b{64, 64, 4, 2};
-  {
-    const step06::ScopedTunerOptions outer({a, false, ""});
-    EXPECT_EQ(step06::tuner_options().forced, a);
-    {
-      const step06::ScopedTunerOptions inner({b, true, "/tmp/x.json"});
-      EXPECT_EQ(step06::tuner_options().forced, b);
-      EXPECT_TRUE(step06::tuner_options().tune);
-    }
-    EXPECT_EQ(step06::tuner_options().forced, a);
-    EXPECT_FALSE(step06::tuner_options().tune);
-  }
-  EXPECT_FALSE(step06::set_tuner_options(std::nullopt).has_value());  // back to the environment
 }
 
 // The padding rule of the tensor-core steps, which is also the head dim of a tuning key.
@@ -219,47 +202,35 @@ TEST(RuntimeTuning, TunesCachesAndStaysCorrect) {
   DeviceCase device_case(in);
   const std::string cache = ::testing::TempDir() + "flashsteps_step06_tune_test.json";
   std::remove(cache.c_str());
-  const step06::ScopedTunerOptions tuning({std::nullopt, true, cache});
+  const tuning::ScopedTunerOptions tune_on(step06::tuner(), {std::nullopt, true, cache});
   const DeviceCase::Output out = run_once(device_case, StepFns{&step06::attention_forward, &step06::workspace_bytes});
   const Verdict v = verify_output(p, ref.o, ref.lse, out.o, out.lse);
   EXPECT_EQ(v.failure, "") << p.name();
   EXPECT_EQ(out.unwritten, 0);
   // The cache file holds this problem's key, with a time for every candidate.
-  const step06::TuningTable table = step06::TuningTable::load(cache);
-  const step06::TuneKey key = step06::make_key(device_case.args(), vendor::device_name());
+  const tuning::TuningTable table = tuning::TuningTable::load(cache, "flashsteps-step06-tuning/1");
+  const tuning::TuneKey key = step06::tuner().key(device_case.args());
+  EXPECT_EQ(key.device, vendor::device_name());
+  EXPECT_EQ(key.head_dim, 64);
   ASSERT_TRUE(table.lookup(key).has_value()) << key.str() << " not in " << cache;
   const auto entry = std::find_if(table.entries.begin(), table.entries.end(),
-                                  [&](const step06::TuneEntry& e) { return e.key.str() == key.str(); });
+                                  [&](const tuning::TuneEntry& e) { return e.key.str() == key.str(); });
   ASSERT_NE(entry, table.entries.end());
-  EXPECT_EQ(entry->median_ms.size(), step06::candidates(64).size());
-  EXPECT_EQ(step06::selected_choice(device_case.args()), *table.lookup(key));
+  EXPECT_EQ(entry->median_ms.size(), step06::tuner().shapes(64).size());
+  EXPECT_EQ(step06::tuner().selected(device_case.args()).name(), *table.lookup(key));
   std::remove(cache.c_str());
 }
 
-// The tuning table format: written, read back, looked up at the nearest bucket.
-TEST(TuningTable, RoundTripAndNearestBucket) {
-  step06::TuningTable t;
-  step06::TuneEntry e;
-  e.key = {"GPU X", DType::bf16, 128, true, 4096};
-  e.choice = {128, 64, 4, 2};
-  e.median_ms = {{{128, 64, 4, 2}, 1.5}, {{64, 64, 4, 2}, 2.0}};
-  t.insert(e);
-  t.set_meta("command", "test");
-  const step06::TuningTable back = step06::TuningTable::from_json(t.to_json());
-  ASSERT_EQ(back.entries.size(), 1u);
-  EXPECT_EQ(back.entries[0].median_ms.size(), 2u);
-  step06::TuneKey k = e.key;
-  k.seqlen_bucket = 16384;  // nearest available bucket is 4096
-  ASSERT_TRUE(back.lookup(k).has_value());
-  EXPECT_EQ(*back.lookup(k), e.choice);
-  k.causal = false;  // no entry for full attention
-  EXPECT_FALSE(back.lookup(k).has_value());
-  EXPECT_THROW(step06::TuningTable::from_json("{\"format\": \"other\"}"), InvalidArgument);
-  EXPECT_THROW(step06::TuningTable::from_json("not json"), InvalidArgument);
-}
-
-TEST(TuningTable, CheckedInTablesParse) {
-  EXPECT_NO_THROW(step06::checked_in_table());
+// The tables of steps/06_autotuned/tuned/ parse, and every choice in them is a shape of the
+// space of its head dim (a table from before a shape left the space would silently fall
+// back to the heuristic).
+TEST(TuningTable, CheckedInTablesParseAndNameShapesOfTheSpace) {
+  const tuning::TuningTable& t = step06::tuner().checked_in_table();
+  EXPECT_FALSE(t.entries.empty());
+  for (const tuning::TuneEntry& e : t.entries) {
+    const std::vector<std::string>& names = step06::tuner().shape_names(e.key.head_dim);
+    EXPECT_NE(std::find(names.begin(), names.end(), e.choice), names.end()) << e.key.str() << ": " << e.choice;
+  }
 }
 
 }  // namespace

@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +38,7 @@ using testing::make;
 std::vector<ShapeCase> shape_cases() {
   std::vector<ShapeCase> cases;
   for (int d : kHopperHeadDims)
-    for (const step09::TileShape& s : step09::shapes(d)) {
+    for (const step09::TileShape& s : step09::tuner().shapes(d)) {
       cases.push_back({s, make(1, 2, 2, 1, 1, d, DType::f16, Mask::none)});
       cases.push_back({s, make(1, 2, 2, 300, 300, d, DType::bf16, Mask::causal_bottom_right)});
       cases.push_back({s, make(2, 4, 2, 130, 257, d - 8, DType::f16, Mask::causal_top_left)});
@@ -144,7 +146,7 @@ TEST(Scheduler, CounterAndSectionsMatchFloat64Reference) {
         EXPECT_TRUE(out.guards_intact) << name;
         EXPECT_EQ(out.unwritten, 0) << name;
         EXPECT_EQ(verify_output(problem, ref.o, ref.lse, out.o, out.lse).failure, "") << name;
-        const int block_m = step09::default_shape(d, c.mask, c.nk).block_m;
+        const int block_m = step09::tuner().selected(device_case.args()).block_m;  // the shape that ran
         const auto tiles = static_cast<std::uint32_t>(problem.batch * problem.heads_q * ((c.nq + block_m - 1) / block_m));
         std::uint32_t counter = 0;
         vendor::copy_to_host(&counter, device_case.args().workspace, sizeof counter);
@@ -221,7 +223,7 @@ TEST(Scheduler, QueryRowsBeyondThe32BitTileRowsAreRefused) {
 // of them, names round-trip, and a shape outside the space is refused by name before any launch.
 TEST(Space, EveryHeadDimHasShapesAndTheDefaultsAreAmongThem) {
   for (int d : kHopperHeadDims) {
-    const std::vector<step09::TileShape> s = step09::shapes(d);
+    const std::vector<step09::TileShape> s = step09::tuner().shapes(d);
     ASSERT_FALSE(s.empty()) << "head_dim " << d;
     for (Mask m : {Mask::none, Mask::causal_bottom_right, Mask::causal_top_left}) {
       for (std::int64_t n : {1, 1024, 1025, 2048, 2049, 4096, 4097, 16384}) {
@@ -245,7 +247,8 @@ TEST(Space, EveryHeadDimHasShapesAndTheDefaultsAreAmongThem) {
   EXPECT_EQ(step09::default_shape(64, Mask::none, 512).name(), "m192_n128_s2");
   EXPECT_EQ(step09::default_shape(64, Mask::causal_bottom_right, 1024).name(), "m192_n128_s2");
   EXPECT_EQ(step09::default_shape(64, Mask::causal_bottom_right, 1025).name(), "m192_n128_s2");
-  EXPECT_TRUE(step09::shapes(96).empty());
+  EXPECT_TRUE(step09::tuner().shapes(96).empty());
+  EXPECT_FALSE(step09::TileShape::parse("m0128_n176_s2").has_value());
   EXPECT_FALSE(step09::TileShape::parse("m128_n176").has_value());
   EXPECT_FALSE(step09::TileShape::parse("m128_n176_s2x").has_value());
 }
@@ -259,6 +262,62 @@ TEST(Space, ShapeOutsideTheSpaceIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("shape m192_n176_s2 is not in step 09's space for head_dim 128"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// Step 09's shape is chosen by step 06's tuner (shapes.h): its own variables, its own table
+// format, the default where nothing else decides, and FLASHSTEPS_STEP09_SHAPE, forced,
+// refused by name when it is not a shape of the space (before anything is launched: no GPU needed).
+TEST(Tuner, StepNinesVariablesTablesAndDefault) {
+  tuning::TunerCore& tuner = step09::tuner();
+  EXPECT_EQ(tuner.table_format(), "flashsteps-step09-tuning/1");
+  const tuning::TunerOptions o = tuner.options_from_environment([](const char* name) -> const char* {
+    if (std::strcmp(name, "FLASHSTEPS_STEP09_SHAPE") == 0) return "m128_n160_s2";
+    if (std::strcmp(name, "FLASHSTEPS_STEP09_TUNE_CACHE") == 0) return "/tmp/nine.json";
+    if (std::strcmp(name, "FLASHSTEPS_TUNE_CACHE") == 0) return "/tmp/six.json";  // step 06's
+    return std::strcmp(name, "FLASHSTEPS_TUNE") == 0 ? "1" : nullptr;
+  });
+  EXPECT_EQ(o.forced, std::optional<std::string>("m128_n160_s2"));
+  EXPECT_EQ(o.cache_path, "/tmp/nine.json");
+  EXPECT_TRUE(o.tune);
+  EXPECT_EQ(tuner.options_from_environment([](const char* name) -> const char* {
+              return std::strcmp(name, "HOME") == 0 ? "/home/u" : nullptr;
+            }).cache_path,
+            "/home/u/.cache/flashsteps/step09.json");
+  // Every choice of the checked-in tables is a shape of its head dim's space.
+  for (const tuning::TuneEntry& e : tuner.checked_in_table().entries) {
+    const std::vector<std::string>& names = tuner.shape_names(e.key.head_dim);
+    EXPECT_NE(std::find(names.begin(), names.end(), e.choice), names.end()) << e.key.str() << ": " << e.choice;
+  }
+  // Without a cache or a table entry for the key (a GPU named "" has none), default_shape().
+  const tuning::ScopedTunerOptions plain(step09::tuner(), {std::nullopt, false, ""});
+  AttentionArgs a = testing::made_up_args();
+  if (vendor::device_count() == 0) {
+    for (Mask m : {Mask::none, Mask::causal_top_left}) {
+      a.mask = m;
+      EXPECT_EQ(step09::tuner().selected(a), step09::default_shape(128, m, a.seqlen_k())) << int(m);
+    }
+  }
+  {
+    const tuning::ScopedTunerOptions forced(step09::tuner(), {std::string("m192_n128_s2"), false, ""});
+    EXPECT_EQ(step09::tuner().selected(testing::made_up_args(64)).name(), "m192_n128_s2");
+    try {
+      step09::attention_forward(a, nullptr);  // D = 128 has no 192-row shape
+      ADD_FAILURE() << "ran a forced shape outside the space";
+    } catch (const Unsupported& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "forced shape m192_n128_s2 is not in step 09's space for head_dim 128: m128_n176_s2, m128_n160_s2, "
+                "m128_n128_s2");
+    }
+  }
+  const testing::ScopedEnv env("FLASHSTEPS_STEP09_SHAPE", "m128_n176");
+  const tuning::ScopedTunerOptions from_environment(step09::tuner(), std::nullopt);
+  try {
+    step09::attention_forward(a, nullptr);
+    ADD_FAILURE() << "accepted FLASHSTEPS_STEP09_SHAPE=m128_n176";
+  } catch (const Unsupported& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "FLASHSTEPS_STEP09_SHAPE (m128_n176) is not a step 09 shape name such as m128_n176_s2");
   }
 }
 

@@ -20,7 +20,7 @@
 //   - a runtime tuner times every surviving shape once per key (device, dtype, head dim,
 //     causal, seqlen bucket) and caches its choice in JSON; without tuning, a table measured
 //     on the H200 and checked in (steps/06_autotuned/tuned/) or, elsewhere, step 05's fixed
-//     shapes are used (tuner.h says in which order)
+//     shapes are used (common/include/flashsteps/tuner.h says in which order; step 09 reuses it)
 // Why it is faster: the best shape depends on the head dim, the mask and the sequence length
 // (short sequences want more, smaller blocks to fill 132 SMs; long ones want the widest tiles
 // the registers allow). One fixed shape leaves that on the table.
@@ -45,7 +45,7 @@
 #include "flashsteps/params.h"
 #include "flashsteps/step.h"
 #include "flashsteps/tile.h"
-#include "tuner.h"  // TileChoice, Candidate and the selection: which shape runs a call
+#include "tuner.h"  // TileChoice, Candidate and tuner(): which shape runs a call
 
 namespace flashsteps::step06 {
 
@@ -406,8 +406,8 @@ TileChoice heuristic(int head_dim) {
                                                  : TileChoice{128, 32, 8, 2};
 #endif
   for (const Candidate& c : space(head_dim))
-    if (c.choice == preferred) return preferred;
-  return space(head_dim).at(0).choice;  // every compiled head dim has a non-empty space
+    if (c.shape == preferred) return preferred;
+  return space(head_dim).at(0).shape;  // every compiled head dim has a non-empty space
 }
 // [end:public]
 
@@ -424,7 +424,7 @@ void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
   validate(args);
   check_tensor_core_args(args, "step 06");  // head_dim up to 256: every call has a space
   if (is_empty(args)) return;
-  select(args, stream, /*may_tune=*/true).launch(args, stream);
+  tuner().select(args, stream, /*may_tune=*/true).launch(args, stream);
 }
 // [end:launcher]
 

@@ -13,3 +13,7 @@ endif()
 
 # trace_step09: the kernel with its trace calls compiled in; one block's phases as JSON (tools/timeline/).
 flashsteps_add_trace_tool()
+
+# The tuner (step 06's, common/src/tuner.cpp) chooses the shape of a call: tuned/*.json
+# compiled in (generated/flashsteps/step09_tuned_tables.h), and tune_step09, which writes them.
+flashsteps_add_tuner(HEADER shapes.h)

@@ -20,9 +20,10 @@
 //   - a configuration space per head dim (wgmma takes N up to 256 in steps of 8): D = 128
 //     full problems take 176-key tiles (160 up to 4096 keys, 128 up to 2048), causal ones
 //     128; D = 64 three consumers with 128-key tiles
-//     (shapes(), default_shape(); the environment's FLASHSTEPS_STEP09_SHAPE forces one on
-//     every call, for measurements;
-//     attention_forward_with() forces one per call, for the tests)
+//     (space(), default_shape()), chosen per call by step 06's tuner (tuner(): a table
+//     tuned on the GPU where one is checked in, else default_shape(); FLASHSTEPS_STEP09_SHAPE
+//     forces one on every call, for measurements; attention_forward_with() one per call, for
+//     the tests)
 //   - O is rescaled inside the consumer's turn, while its S = Q K^T is on the tensor cores and
 //     before the P V that adds to O (FlashAttention-3's order), instead of after the softmax,
 //     where it delayed the next turn
@@ -85,6 +86,7 @@
 #include "flashsteps/tile_sm90.h"
 #include "flashsteps/trace_sm90.h"
 
+#include "flashsteps/step09_tuned_tables.h"  // generated: step09::kTunedTables[], the files of tuned/
 #include "shapes.h"
 
 namespace flashsteps::step09 {
@@ -809,32 +811,19 @@ void check_workspace(const AttentionArgs& args) {
     throw InvalidArgument("workspace: must be 4-byte aligned (the tile counter)");
 }
 
-// Launches the configuration of @p space whose shape is @p shape; false when there is none.
-template <class... Cfg>
-bool launch_shape(const TileShape& shape, const AttentionArgs& args, vendor::Stream stream, std::tuple<Cfg...>) {
-  bool found = false;
-  auto try_one = [&](auto cfg) {
-    using C = decltype(cfg);
-    if (found || !(C::shape() == shape)) return;
-    found = true;
-    if (is_empty(args)) return;
-    check_work_tiles(args, C::BLOCK_M);
-    check_workspace(args);
-    const std::int64_t kv_section_bytes = args.mask != Mask::none ? l2_section_bytes("FLASHSTEPS_STEP09_SECTION_MIB") : 0;
-    sm90::require_sm90("step 09");
-    vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      if constexpr (!std::is_same_v<T, float>) launch<T, C>(args, stream, kv_section_bytes);
-    });
-  };
-  (try_one(Cfg{}), ...);
-  return found;
-}
-
-std::string space_text(int head_dim) {
-  std::string s;
-  for (const TileShape& t : shapes(head_dim)) s += (s.empty() ? "" : ", ") + t.name();
-  return s.empty() ? std::string("none") : s;
+// Runs configuration Cfg (one candidate of the space) on checked arguments: the limits that
+// depend on its shape first, then the launch.
+template <class Cfg>
+void run_config(const AttentionArgs& args, vendor::Stream stream) {
+  if (is_empty(args)) return;
+  check_work_tiles(args, Cfg::BLOCK_M);
+  check_workspace(args);
+  const std::int64_t kv_section_bytes = args.mask != Mask::none ? l2_section_bytes("FLASHSTEPS_STEP09_SECTION_MIB") : 0;
+  sm90::require_sm90("step 09");
+  vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, float>) launch<T, Cfg>(args, stream, kv_section_bytes);
+  });
 }
 
 }  // namespace
@@ -847,18 +836,21 @@ std::optional<TileShape> TileShape::parse(const std::string& text) {
   TileShape t;
   char tail = 0;
   if (std::sscanf(text.c_str(), "m%d_n%d_s%d%c", &t.block_m, &t.block_n, &t.stages, &tail) != 3) return std::nullopt;
+  if (t.name() != text) return std::nullopt;  // no signs, no leading zeros
   return t;
 }
 
-std::vector<TileShape> shapes(int head_dim) {
-  std::vector<TileShape> out;
-  for (int d : kHopperHeadDims)
-    if (d == head_dim)
-      dispatch_head_dim_sm90(d, "step 09", [&](auto head_dim_tag) {
-        std::apply([&](auto... cfg) { (out.push_back(decltype(cfg)::shape()), ...); },
-                   Space<decltype(head_dim_tag)::value>{});
-      });
-  return out;
+const std::vector<Candidate>& space(int head_dim) {
+  static const std::vector<Candidate> none;
+  const std::vector<Candidate>* out = &none;
+  if (padded_head_dim_sm90(head_dim) == head_dim)  // a compiled head dim: built once, on first use
+    dispatch_head_dim_sm90(head_dim, "step 09", [&](auto head_dim_tag) {
+      static const std::vector<Candidate> s = std::apply(
+          [](auto... cfg) { return std::vector<Candidate>{{decltype(cfg)::shape(), &run_config<decltype(cfg)>}...}; },
+          Space<decltype(head_dim_tag)::value>{});
+      out = &s;
+    });
+  return *out;
 }
 
 // [start:default_shape]
@@ -894,9 +886,19 @@ StepInfo info() {
   return i;
 }
 
+// The tuner: step 06's (common/src/tuner.cpp), given step 09's space, tables and default.
+tuning::Tuner<TileShape>& tuner() {
+  static tuning::Tuner<TileShape> t(
+      {"step 09", "step09", "shape", "FLASHSTEPS_STEP09_SHAPE", "FLASHSTEPS_STEP09_TUNE_CACHE", "m128_n176_s2"},
+      kTunedTables, &padded_head_dim_sm90, &space,
+      [](const AttentionArgs& args, int head_dim) { return default_shape(head_dim, args.mask, args.seqlen_k()); });
+  return t;
+}
+
 // [start:launcher]
 namespace {
-// The shape to run: @p forced, else FLASHSTEPS_STEP09_SHAPE from the environment, else the default.
+// The shape to run: @p forced, else the tuner's choice (FLASHSTEPS_STEP09_SHAPE, the user's
+// cache, FLASHSTEPS_TUNE=1, the tables of tuned/, default_shape(): tuner.h).
 void forward(const AttentionArgs& args, vendor::Stream stream, const TileShape* forced) {
   validate(args);
   check_tensor_core_args(args, "step 09");
@@ -910,22 +912,10 @@ void forward(const AttentionArgs& args, vendor::Stream stream, const TileShape* 
   constexpr std::int64_t kMaxSeqlenQ = std::numeric_limits<std::int32_t>::max() - 256;
   if (args.seqlen_q() > kMaxSeqlenQ)
     throw exceeds_limit("step 09", "q.shape[2] (seqlen_q)", args.seqlen_q(), "a work tile's 32-bit rows", kMaxSeqlenQ);
-  dispatch_head_dim_sm90(args.head_dim(), "step 09", [&](auto head_dim_tag) {
-    constexpr int D = decltype(head_dim_tag)::value;
-    TileShape shape = default_shape(D, args.mask, args.seqlen_k());
-    std::string why = "shape";
-    if (forced != nullptr) {
-      shape = *forced;
-    } else if (const char* env = std::getenv("FLASHSTEPS_STEP09_SHAPE"); env != nullptr && *env != '\0') {
-      const std::optional<TileShape> parsed = TileShape::parse(env);
-      if (!parsed)
-        throw Unsupported(std::string("FLASHSTEPS_STEP09_SHAPE (") + env + ") is not a step 09 shape name such as m128_n176_s2");
-      shape = *parsed, why = "FLASHSTEPS_STEP09_SHAPE shape";
-    }
-    if (!launch_shape(shape, args, stream, Space<D>{}))
-      throw Unsupported(why + " " + shape.name() + " is not in step 09's space for head_dim " + std::to_string(D) + ": " +
-                        space_text(D));
-  });
+  dispatch_head_dim_sm90(args.head_dim(), "step 09", [](auto) {});  // head_dim up to 128, by name
+  const Candidate& c = forced != nullptr ? tuner().find(padded_head_dim_sm90(args.head_dim()), *forced, "shape")
+                                         : tuner().select(args, stream, /*may_tune=*/!is_empty(args));
+  c.launch(args, stream);  // run_config(): the shape's own limits, then the kernel
 }
 }  // namespace
 

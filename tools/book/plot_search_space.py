@@ -6,8 +6,9 @@
         -o build/search_space [--dtype bf16] [--seqlen 1024 4096 16384] [--markdown FILE]
 
 writes ``<OUT_PREFIX>.png`` and ``<OUT_PREFIX>.svg`` (and, with --markdown, a table of the
-choices). The input is a tuning table as ``tune_step06`` writes it (steps/06_autotuned/
-tuner.h)::
+choices). The input is a tuning table as ``tune_step06`` writes it (the shared tuner,
+common/include/flashsteps/tuner.h; step 09's tables, ``flashsteps-step09-tuning/1``, are not
+drawn)::
 
     {"format": "flashsteps-step06-tuning/1", "meta": {"command": ..., "date": ...},
      "entries": [{"device": "NVIDIA H200", "dtype": "bf16", "head_dim": 128, "causal": true,

@@ -88,15 +88,22 @@ if [ "${FLASHSTEPS_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
     echo "$name ncu: $(grep -c dram__bytes "$outdir/$name.ncu.csv") metric rows"
   done
 fi
-# Step 06's tuner over the standard set (FLASHSTEPS_TUNE_ARGS: its arguments, e.g.
-# "--dtype bf16"); the table it writes is what steps/06_autotuned/tuned/ checks in.
-if [ -n "${FLASHSTEPS_TUNE_ARGS+set}" ] && [ -x "$build/bin/tune_step06" ]; then
-  # shellcheck disable=SC2086
-  timeout "${FLASHSTEPS_TUNE_TIMEOUT:-600}" "$build/bin/tune_step06" --out "$outdir/step06_tuning.json" $FLASHSTEPS_TUNE_ARGS \
-    > "$outdir/tune.log" 2> "$outdir/tune.progress.log" || status=1
-  tail -30 "$outdir/tune.log"
-  # The benchmark below then runs step 06 with the table just made.
-  export FLASHSTEPS_TUNE_CACHE="$outdir/step06_tuning.json"
+# The tuners over the standard set (FLASHSTEPS_TUNE_ARGS: their arguments, e.g. "--dtype bf16";
+# FLASHSTEPS_TUNE_STEPS: which tuned steps, default "06", e.g. "06 09"); the table of step NN,
+# stepNN_tuning.json, is what steps/NN_slug/tuned/ checks in.
+if [ -n "${FLASHSTEPS_TUNE_ARGS+set}" ]; then
+  for nn in ${FLASHSTEPS_TUNE_STEPS:-06}; do
+    [ -x "$build/bin/tune_step$nn" ] || { echo "no $build/bin/tune_step$nn"; status=1; continue; }
+    # shellcheck disable=SC2086
+    timeout "${FLASHSTEPS_TUNE_TIMEOUT:-600}" "$build/bin/tune_step$nn" --out "$outdir/step${nn}_tuning.json" \
+      $FLASHSTEPS_TUNE_ARGS > "$outdir/tune_step$nn.log" 2> "$outdir/tune_step$nn.progress.log" || status=1
+    tail -30 "$outdir/tune_step$nn.log"
+    # The benchmark below then runs the step with the table just made (its cache variable).
+    case $nn in
+      06) export FLASHSTEPS_TUNE_CACHE="$outdir/step06_tuning.json" ;;
+      *) export "FLASHSTEPS_STEP${nn}_TUNE_CACHE=$outdir/step${nn}_tuning.json" ;;
+    esac
+  done
 fi
 # The SM clock and power while the baselines and the steps are timed (tools/gpu/clock_summary.py):
 # nvidia-smi samples every 100 ms into clocks.csv, phase marks into phases.txt, the summary

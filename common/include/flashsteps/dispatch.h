@@ -66,6 +66,9 @@ void dispatch_head_dim_in(std::int64_t head_dim, const char* step_name, Fn& fn) 
 /// smallest of kTensorCoreHeadDims that holds it (D = 80 runs at 96, D = 200 at 256); 0
 /// above 256.
 constexpr int padded_head_dim_tc(std::int64_t head_dim) { return detail::padded_in(kTensorCoreHeadDims, head_dim); }
+/// The compiled head dim of the Hopper steps that a call of @p head_dim runs at: the
+/// smallest of kHopperHeadDims that holds it (D = 40 runs at 64, D = 96 at 128); 0 above 128.
+constexpr int padded_head_dim_sm90(std::int64_t head_dim) { return detail::padded_in(kHopperHeadDims, head_dim); }
 
 /// Calls @p fn with std::integral_constant<int, HEAD_DIM> for the smallest compiled head
 /// dim of kHeadDims that holds @p head_dim; kernels zero-pad the rest (so D = 40 runs the
