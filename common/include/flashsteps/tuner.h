@@ -213,6 +213,8 @@ class Tuner final : public TunerCore {
   /// The compiled head dim a head dim runs at (0: none).
   using HeadDim = int (*)(std::int64_t head_dim);
 
+  /// The tuner of the step named by @p names, over @p space, with the checked-in @p tables
+  /// (nullptr-terminated JSON texts), @p head_dim the step's padding rule and @p fallback its default.
   Tuner(TunerNames names, const char* const* tables, HeadDim head_dim, Space space, Default fallback)
       : TunerCore(names, tables), head_dim_(head_dim), space_(space), default_(fallback) {}
 
