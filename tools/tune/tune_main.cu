@@ -20,6 +20,7 @@
 #include "flashsteps/commit.h"
 #include "flashsteps/harness.h"
 #include "flashsteps/problem.h"
+#include "flashsteps/step.h"  // the step's workspace_bytes()
 #include "flashsteps/tuner.h"
 #include FLASHSTEPS_STEP_HEADER
 
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
       for (int d : head_dims) head_dim_listed = head_dim_listed || d == p.head_dim;
       if (p.seqlen_q < min_seqlen || p.seqlen_q > max_seqlen || !head_dim_listed) continue;
       DeviceCase device_case(make_random_inputs(p, seed_from_name(p.name())));
+      device_case.reserve_workspace(FLASHSTEPS_STEP_NS::workspace_bytes(device_case.args()));  // step 09's counter
       const tuning::TuneEntry entry = tuner.tune(device_case.args(), nullptr, &std::cerr, 2, reps);
       table.insert(entry);
       std::printf("%-40s -> %s\n", entry.key.str().c_str(), entry.choice.c_str());
