@@ -1,23 +1,24 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Step 06's search space: the TFLOPS of every tile configuration, from a tuning table.
+"""A tuned step's search space: the TFLOPS of every tile configuration, from a tuning table.
 
     python3 tools/book/plot_search_space.py steps/06_autotuned/tuned/nvidia-h200.json \\
         -o build/search_space [--dtype bf16] [--seqlen 1024 4096 16384] [--markdown FILE]
 
 writes ``<OUT_PREFIX>.png`` and ``<OUT_PREFIX>.svg`` (and, with --markdown, a table of the
-choices). The input is a tuning table as ``tune_step06`` writes it (the shared tuner,
-common/include/flashsteps/tuner.h; step 09's tables, ``flashsteps-step09-tuning/1``, are not
-drawn)::
+choices). The input is a tuning table as ``tune_step06`` or ``tune_step09`` writes it (the
+shared tuner, common/include/flashsteps/tuner.h; formats ``flashsteps-step06-tuning/1`` and
+``flashsteps-step09-tuning/1``)::
 
     {"format": "flashsteps-step06-tuning/1", "meta": {"command": ..., "date": ...},
      "entries": [{"device": "NVIDIA H200", "dtype": "bf16", "head_dim": 128, "causal": true,
                   "seqlen_bucket": 4096, "choice": "m128_n64_w4_s2",
                   "median_ms": {"m64_n32_w4_s2": 1.9, "m128_n64_w4_s2": 1.2, ...}}]}
 
-A configuration is named ``mBLOCK_M_nBLOCK_N_wWARPS_sSTAGES``, with ``_ov`` appended when its
-OVERLAP knob is on (S of the next KV tile computed during the softmax of this one), as
-``TileChoice::name()`` writes it.
+A configuration of step 06 is named ``mBLOCK_M_nBLOCK_N_wWARPS_sSTAGES``, with ``_ov`` appended
+when its OVERLAP knob is on (S of the next KV tile computed during the softmax of this one), as
+``TileChoice::name()`` writes it; one of step 09 ``mBLOCK_M_nBLOCK_N_sSTAGES``
+(``step09::TileShape::name()``).
 
 Every entry is one problem of the standard set (B * N = 16384 tokens, Hq * D = 2048; the
 seqlen bucket of a standard problem is its N), timed once per configuration of the space.
@@ -47,6 +48,13 @@ FORMAT = "flashsteps-step06-tuning/1"
 TOKENS = 16384  # B * N of every standard problem
 WIDTH = 2048    # Hq * D of every standard problem
 CHOICE_RE = re.compile(r"^m(\d+)_n(\d+)_w(\d+)_s(\d+)(_ov)?$")
+# Step 09's shapes (steps/09_persistent/shapes.h): BLOCK_M, BLOCK_N, STAGES.
+STEP09_RE = re.compile(r"^m(\d+)_n(\d+)_s(\d+)$")
+# The table formats drawn here: each step's name pattern, its form for messages and titles.
+FORMATS = {
+    FORMAT: ("06", CHOICE_RE, "mBLOCK_M_nBLOCK_N_wWARPS_sSTAGES[_ov]"),
+    "flashsteps-step09-tuning/1": ("09", STEP09_RE, "mBLOCK_M_nBLOCK_N_sSTAGES"),
+}
 DTYPES = ("fp16", "bf16")
 
 
@@ -59,11 +67,14 @@ class TableError(ValueError):
 
 def config_key(name: str) -> tuple[int, ...]:
     """Sort key of a configuration name: (BLOCK_M, BLOCK_N, WARPS, STAGES, OVERLAP), the
-    order in which step 06 declares its space."""
+    order in which step 06 declares its space (step 09's names have no WARPS or OVERLAP: 0)."""
     m = CHOICE_RE.match(name)
-    if not m:
-        return (1 << 30,)
-    return tuple(int(x) for x in m.groups()[:4]) + (1 if m[5] else 0,)
+    if m:
+        return tuple(int(x) for x in m.groups()[:4]) + (1 if m[5] else 0,)
+    m = STEP09_RE.match(name)
+    if m:
+        return (int(m[1]), int(m[2]), 0, int(m[3]), 0)
+    return (1 << 30,)
 
 
 def overlapped(name: str) -> bool:
@@ -137,6 +148,12 @@ class Table:
     path: Path
     meta: dict[str, str]
     entries: list[Entry]
+    format: str = FORMAT
+
+    @property
+    def step(self) -> str:
+        """The step whose table this is ("06", "09")."""
+        return FORMATS[self.format][0]
 
     @property
     def devices(self) -> list[str]:
@@ -163,8 +180,10 @@ def parse_table(data, path: Path | str = "<table>") -> Table:
     """A Table from the parsed JSON of a tuning table; every field is checked."""
     if not isinstance(data, dict):
         raise TableError(path, "top level", "expected a JSON object")
-    if data.get("format") != FORMAT:
-        raise TableError(path, "format", f"expected {FORMAT!r}, got {data.get('format')!r}")
+    fmt = data.get("format")
+    if fmt not in FORMATS:
+        raise TableError(path, "format", f"expected one of {sorted(FORMATS)!r}, got {fmt!r}")
+    _, name_re, form = FORMATS[fmt]
     meta = data.get("meta", {})
     if not isinstance(meta, dict):
         raise TableError(path, "meta", "not an object")
@@ -183,14 +202,13 @@ def parse_table(data, path: Path | str = "<table>") -> Table:
                       _get(path, e, where, "causal", bool),
                       _get(path, e, where, "seqlen_bucket", int))
         choice = _get(path, e, where, "choice", str)
-        if not CHOICE_RE.match(choice):
-            raise TableError(path, f"{where}.choice",
-                             f"not of the form m128_n64_w4_s2 or m128_n32_w4_s3_ov: {choice!r}")
+        if not name_re.match(choice):
+            raise TableError(path, f"{where}.choice", f"not of the form {form}: {choice!r}")
         times = e.get("median_ms", {})
         if not isinstance(times, dict) or not times:
             raise TableError(path, f"{where}.median_ms", "missing, empty or not an object")
         for name, ms in times.items():
-            if not CHOICE_RE.match(name):
+            if not name_re.match(name):
                 raise TableError(path, f"{where}.median_ms", f"not a configuration: {name!r}")
             if isinstance(ms, bool) or not isinstance(ms, (int, float)) or \
                     not math.isfinite(ms) or ms <= 0:
@@ -200,7 +218,7 @@ def parse_table(data, path: Path | str = "<table>") -> Table:
             raise TableError(path, f"{where}.choice", f"{choice} has no time in median_ms")
         entries.append(Entry(_get(path, e, where, "device", str), shape, choice,
                              {k: float(v) for k, v in times.items()}))
-    return Table(Path(path), {str(k): str(v) for k, v in meta.items()}, entries)
+    return Table(Path(path), {str(k): str(v) for k, v in meta.items()}, entries, fmt)
 
 
 def load_table(path: Path | str) -> Table:
@@ -323,8 +341,8 @@ def plot(table: Table, out_prefix: Path, dtype: str = "bf16",
         bar.set_label("TFLOPS / fastest at this N\n(cells: TFLOPS; red box: the tuner's choice)",
                       fontsize=8)
     devices = ", ".join(table.devices) or "no device"
-    fig.suptitle(f"Step 06 search space on {devices}: TFLOPS of every configuration "
-                 f"(mBLOCK_M_nBLOCK_N_wWARPS_sSTAGES[_ov]), {dtype}, B·N = 16384, Hq·D = 2048",
+    fig.suptitle(f"Step {table.step} search space on {devices}: TFLOPS of every configuration "
+                 f"({FORMATS[table.format][2]}), {dtype}, B·N = 16384, Hq·D = 2048",
                  fontsize=10, y=1 - 0.1 / height)
     meta = table.meta
     footer = (f"{table.path.name}: " + " · ".join(
@@ -337,7 +355,7 @@ def plot(table: Table, out_prefix: Path, dtype: str = "bf16",
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("table", type=Path, help="tuning table (JSON) written by tune_step06")
+    ap.add_argument("table", type=Path, help="tuning table (JSON) written by tune_step06 or tune_step09")
     ap.add_argument("-o", "--out", required=True, type=Path,
                     help="output prefix; writes PREFIX.png and PREFIX.svg")
     ap.add_argument("--dtype", default="bf16", choices=DTYPES)

@@ -426,3 +426,23 @@ def test_tuning_counts_fa2_shape(tmp_path):
     text = rendered.prose(rendered.values(tuning={"06": [table]}))
     assert "At D = 64 the tuner chose FlashAttention-2's shape, 128 × 128 × 4, at 4 of the 4 " \
            "keys: a shape that step 05 does not run at this head dim" in text
+
+
+def test_step09_table_is_read_and_drawn(tmp_path):
+    """Step 09's format and names (mBLOCK_M_nBLOCK_N_sSTAGES) parse, sort by their
+    parameters, and name the step in the figure; a step 06 name in it is refused."""
+    entry = {"device": "NVIDIA H100 80GB HBM3", "dtype": "bf16", "head_dim": 128, "causal": True,
+             "seqlen_bucket": 8192, "choice": "m128_n160_s2",
+             "median_ms": {"m128_n176_s2": 0.84, "m128_n160_s2": 0.83, "m128_n128_s2": 0.85}}
+    data = {"format": "flashsteps-step09-tuning/1", "meta": {}, "entries": [entry]}
+    table = pss.parse_table(data, "nine.json")
+    assert table.step == "09"
+    assert sorted(table.entries[0].median_ms, key=pss.config_key) == \
+        ["m128_n128_s2", "m128_n160_s2", "m128_n176_s2"]
+    written = pss.plot(table, tmp_path / "nine", "bf16")
+    svg = next(p for p in written if p.suffix == ".svg").read_text(encoding="utf-8")
+    assert "Step 09 search space on NVIDIA H100 80GB HBM3" in svg
+    assert "mBLOCK_M_nBLOCK_N_sSTAGES" in svg
+    bad = {**data, "entries": [{**entry, "choice": "m128_n64_w4_s2"}]}
+    with pytest.raises(pss.TableError, match=r"choice: not of the form mBLOCK_M_nBLOCK_N_sSTAGES"):
+        pss.parse_table(bad, "nine.json")
