@@ -284,13 +284,18 @@ TEST(Tuner, StepNinesVariablesTablesAndDefault) {
               return std::strcmp(name, "HOME") == 0 ? "/home/u" : nullptr;
             }).cache_path,
             "/home/u/.cache/flashsteps/step09.json");
-  // Every choice of the checked-in tables is a shape of its head dim's space.
+  // Every choice of the checked-in tables is a shape of its head dim's space, and on a GPU
+  // that has a table, a key of it gets the table's choice.
+  const tuning::ScopedTunerOptions plain(step09::tuner(), {std::nullopt, false, ""});
+  const std::string device = tuner.key(testing::made_up_args()).device;
+  EXPECT_FALSE(tuner.checked_in_table().entries.empty());
   for (const tuning::TuneEntry& e : tuner.checked_in_table().entries) {
     const std::vector<std::string>& names = tuner.shape_names(e.key.head_dim);
     EXPECT_NE(std::find(names.begin(), names.end(), e.choice), names.end()) << e.key.str() << ": " << e.choice;
+    if (e.key.device == device)
+      EXPECT_EQ(step09::tuner().selected(testing::made_up_args_of(e.key)).name(), e.choice) << e.key.str();
   }
   // Without a cache or a table entry for the key (a GPU named "" has none), default_shape().
-  const tuning::ScopedTunerOptions plain(step09::tuner(), {std::nullopt, false, ""});
   AttentionArgs a = testing::made_up_args();
   if (vendor::device_count() == 0) {
     for (Mask m : {Mask::none, Mask::causal_top_left}) {

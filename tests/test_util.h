@@ -46,6 +46,20 @@ inline AttentionArgs made_up_args(std::int64_t head_dim = 128) {
   return a;
 }
 
+/// made_up_args() shaped as a problem of tuning key @p key (a tuning::TuneKey): its dtype,
+/// head dim and mask, and seqlen_bucket rows and keys (a bucket is a seqlen of its own bucket).
+template <class TuneKey>
+AttentionArgs made_up_args_of(const TuneKey& key) {
+  AttentionArgs a = made_up_args(key.head_dim);
+  const std::int64_t n = key.seqlen_bucket, d = key.head_dim;
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) {
+    t->dtype = key.dtype;
+    t->shape[2] = n, t->stride[2] = d, t->stride[1] = n * d, t->stride[0] = 2 * n * d;
+  }
+  a.mask = key.causal ? Mask::causal_bottom_right : Mask::none;
+  return a;
+}
+
 // Sets an environment variable for one scope and restores what was there.
 class ScopedEnv {
  public:

@@ -7,6 +7,7 @@
 // Linked into test_step06, whose chapter introduces the tuner.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -258,8 +259,77 @@ TEST(Tuner, TuneTimesEveryCandidate) {
   EXPECT_EQ(entry.key.str(), this_device() + "/bf16/hd64/full/n2048");
   double best = entry.median_ms[0].second;
   for (const auto& [name, ms] : entry.median_ms) best = ms < best ? ms : best;
-  for (const auto& [name, ms] : entry.median_ms)
-    if (name == entry.choice) EXPECT_EQ(ms, best);
+  const auto chosen = std::find_if(entry.median_ms.begin(), entry.median_ms.end(),
+                                   [&](const auto& timed) { return timed.first == entry.choice; });
+  ASSERT_NE(chosen, entry.median_ms.end()) << entry.choice << " was not timed";
+  EXPECT_EQ(chosen->second, best);
+}
+
+// The user's cache answers its own keys only: a cache of another bucket leaves the key to the
+// checked-in table (at its nearest bucket), and a cached name outside the space falls through.
+TEST(Tuner, CacheAnswersItsOwnBucketOnly) {
+  const std::string text = table_text(8192, "f3");
+  const char* const tables[] = {text.c_str(), nullptr};
+  FakeTuner tuner(kNames, tables, &fake_head_dim, &fake_space, &fake_default);
+  const std::string cache = ::testing::TempDir() + "flashsteps_fake_cache_buckets.json";
+  tuning::TuningTable t(kFormat);
+  t.insert({{this_device(), DType::bf16, 64, false, 512}, "f2", {}});  // problem() is bucket 2048
+  t.insert({{this_device(), DType::bf16, 64, true, 2048}, "f9", {}});  // not in the space
+  t.save(cache);
+  const tuning::ScopedTunerOptions options(tuner, {std::nullopt, false, cache});
+  EXPECT_EQ(tuner.selected(problem(Mask::none)).name(), "f3");             // the table, not the cache's n512
+  EXPECT_EQ(tuner.selected(problem(Mask::causal_top_left)).name(), "f2");  // f9 skipped: the default
+  EXPECT_EQ(t.lookup({this_device(), DType::bf16, 64, false, 2048}, /*nearest=*/false), std::nullopt);
+  EXPECT_EQ(t.lookup({this_device(), DType::bf16, 64, false, 2048}), std::optional<std::string>("f2"));
+  std::remove(cache.c_str());
+}
+
+// With a GPU (for its events) and tuning on: a key the cache lacks is tuned (every candidate
+// launched warmup + reps times), the choice is one of them and is written to the cache; the
+// next call of that key reads it without tuning again.
+TEST(Tuner, TuningOnTunesANewBucketAndCachesIt) {
+  if (vendor::device_count() == 0) GTEST_SKIP() << "no GPU visible to the " << vendor::kName << " runtime";
+  const char* const no_tables[] = {nullptr};
+  FakeTuner tuner(kNames, no_tables, &fake_head_dim, &fake_space, &fake_default);
+  const std::string cache = ::testing::TempDir() + "flashsteps_fake_cache_tune.json";
+  tuning::TuningTable t(kFormat);
+  t.insert({{this_device(), DType::bf16, 64, false, 512}, "f2", {}});
+  t.save(cache);
+  const tuning::ScopedTunerOptions options(tuner, {std::nullopt, true, cache});
+  g_launched.clear();
+  const std::string chosen = tuner.select(problem(Mask::none), nullptr, true).shape.name();
+  EXPECT_EQ(g_launched.size(), 3u * (2u + 7u));
+  const tuning::TuningTable written = tuning::TuningTable::load(cache, kFormat);
+  ASSERT_EQ(written.entries.size(), 2u);
+  EXPECT_EQ(written.entries[1].key.str(), this_device() + "/bf16/hd64/full/n2048");
+  EXPECT_EQ(written.entries[1].choice, chosen);
+  EXPECT_EQ(written.entries[1].median_ms.size(), 3u);
+  g_launched.clear();
+  EXPECT_EQ(tuner.select(problem(Mask::none), nullptr, true).shape.name(), chosen);
+  EXPECT_TRUE(g_launched.empty());
+  std::remove(cache.c_str());
+}
+
+// Malformed tables are refused with the offending field named.
+TEST(TuningTable, MalformedFieldsAreNamed) {
+  const auto message = [](const std::string& text) {
+    try {
+      tuning::TuningTable::from_json(text, kFormat);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const std::string head = std::string("{\"format\": \"") + kFormat + "\", \"entries\": [";
+  EXPECT_EQ(message("{\"format\": 1}"), std::string("tuning table: \"format\" must be \"") + kFormat + "\"");
+  EXPECT_EQ(message(head + "{\"device\": \"X\", \"dtype\": \"bf16\", \"head_dim\": \"128\"}]}"),
+            "tuning table: entries[0].head_dim (\"128\") has the wrong type");
+  EXPECT_EQ(message(head + "{\"device\": \"X\", \"dtype\": \"bf16\", \"head_dim\": 128, \"causal\": false}]}"),
+            "tuning table: entries[0].seqlen_bucket is missing");
+  EXPECT_EQ(message(head + "{\"device\": \"X\", \"dtype\": \"bf16\", \"head_dim\": 128, \"causal\": false, "
+                           "\"seqlen_bucket\": 512, \"choice\": \"f1\", \"median_ms\": {\"f1\": \"fast\"}}]}"),
+            "tuning table: entries[0].median_ms.f1 (\"fast\") must be a number");
+  EXPECT_EQ(message(head + "3]}"), "tuning table: entries[0] must be an object");
 }
 
 }  // namespace

@@ -11,17 +11,45 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
 namespace flashsteps::tuning {
 
 namespace {
+using Json = nlohmann::ordered_json;  // ordered: median_ms keeps the space's order
+
 DType parse_dtype(const std::string& name, const std::string& where) {
   if (name == "fp16") return DType::f16;
   if (name == "bf16") return DType::bf16;
   throw InvalidArgument(where + ".dtype (" + name + ") must be fp16 or bf16");
 }
+
+// Field @p name of the object @p e, as a T; InvalidArgument naming "<where>.<name>" otherwise.
+template <class T>
+T field(const Json& e, const char* name, const std::string& where) {
+  if (!e.contains(name)) throw InvalidArgument(where + "." + name + " is missing");
+  const Json& v = e.at(name);
+  const bool ok = std::is_same_v<T, std::string> ? v.is_string()
+                  : std::is_same_v<T, bool>      ? v.is_boolean()
+                                                 : v.is_number_integer();
+  if (!ok) throw InvalidArgument(where + "." + name + " (" + v.dump() + ") has the wrong type");
+  return v.get<T>();
+}
+
+// Events created for one tune() and destroyed however it ends (a launch may throw).
+struct EventSet {
+  std::vector<vendor::Event> events;
+  explicit EventSet(std::size_t n) : events(n) {
+    for (vendor::Event& e : events) e = vendor::event_create();
+  }
+  ~EventSet() {
+    for (vendor::Event& e : events) vendor::event_destroy(e);
+  }
+  EventSet(const EventSet&) = delete;
+  EventSet& operator=(const EventSet&) = delete;
+};
 }  // namespace
 
 std::string TuneKey::str() const {
@@ -49,36 +77,40 @@ TuneKey make_key(const AttentionArgs& args, const std::string& device, int head_
 
 TuningTable TuningTable::from_json(const std::string& json_text, const std::string& format) {
   TuningTable t(format);
-  nlohmann::ordered_json j;  // ordered: median_ms keeps the space's order
+  Json j;
   try {
-    j = nlohmann::ordered_json::parse(json_text);
+    j = Json::parse(json_text);
   } catch (const nlohmann::json::exception& e) {
     throw InvalidArgument(std::string("tuning table: not JSON: ") + e.what());
   }
-  if (!j.is_object() || j.value("format", std::string()) != format)
+  if (!j.is_object() || !j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != format)
     throw InvalidArgument("tuning table: \"format\" must be \"" + format + "\"");
-  if (j.contains("meta"))
+  if (j.contains("meta")) {
+    if (!j["meta"].is_object()) throw InvalidArgument("tuning table: \"meta\" must be an object");
     for (const auto& [name, value] : j["meta"].items()) t.set_meta(name, value.is_string() ? value.get<std::string>() : value.dump());
+  }
   if (!j.contains("entries") || !j["entries"].is_array()) throw InvalidArgument("tuning table: \"entries\" must be a list");
-  const nlohmann::ordered_json& entries = j["entries"];
+  const Json& entries = j["entries"];
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    const nlohmann::ordered_json& e = entries[i];
+    const Json& e = entries[i];
     const std::string where = "tuning table: entries[" + std::to_string(i) + "]";
-    try {
-      TuneEntry entry;
-      entry.key.device = e.at("device").get<std::string>();
-      entry.key.dtype = parse_dtype(e.at("dtype").get<std::string>(), where);
-      entry.key.head_dim = e.at("head_dim").get<int>();
-      entry.key.causal = e.at("causal").get<bool>();
-      entry.key.seqlen_bucket = e.at("seqlen_bucket").get<std::int64_t>();
-      entry.choice = e.at("choice").get<std::string>();
-      if (entry.choice.empty()) throw InvalidArgument(where + ".choice is empty");
-      if (e.contains("median_ms"))
-        for (const auto& [name, ms] : e["median_ms"].items()) entry.median_ms.emplace_back(name, ms.get<double>());
-      t.entries.push_back(entry);
-    } catch (const nlohmann::json::exception& ex) {
-      throw InvalidArgument(where + ": " + ex.what());
+    if (!e.is_object()) throw InvalidArgument(where + " must be an object");
+    TuneEntry entry;
+    entry.key.device = field<std::string>(e, "device", where);
+    entry.key.dtype = parse_dtype(field<std::string>(e, "dtype", where), where);
+    entry.key.head_dim = field<int>(e, "head_dim", where);
+    entry.key.causal = field<bool>(e, "causal", where);
+    entry.key.seqlen_bucket = field<std::int64_t>(e, "seqlen_bucket", where);
+    entry.choice = field<std::string>(e, "choice", where);
+    if (entry.choice.empty()) throw InvalidArgument(where + ".choice is empty");
+    if (e.contains("median_ms")) {
+      if (!e["median_ms"].is_object()) throw InvalidArgument(where + ".median_ms must be an object");
+      for (const auto& [name, ms] : e["median_ms"].items()) {
+        if (!ms.is_number()) throw InvalidArgument(where + ".median_ms." + name + " (" + ms.dump() + ") must be a number");
+        entry.median_ms.emplace_back(name, ms.get<double>());
+      }
     }
+    t.entries.push_back(entry);
   }
   return t;
 }
@@ -121,18 +153,21 @@ std::string TuningTable::to_json() const {
 
 void TuningTable::save(const std::string& path) const {
   const std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  std::error_code error;
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), error);
+  if (error) throw InvalidArgument("tuning table: cannot create the folder of " + path + ": " + error.message());
   std::ofstream out(path);
   out << to_json();
-  if (!out) throw InvalidArgument("tuning cache: cannot write " + path);
+  out.flush();
+  if (!out) throw InvalidArgument("tuning table: cannot write " + path);
 }
 
-std::optional<std::string> TuningTable::lookup(const TuneKey& key) const {
+std::optional<std::string> TuningTable::lookup(const TuneKey& key, bool nearest) const {
   const TuneEntry* best = nullptr;
   double best_distance = 0.0;
   for (const TuneEntry& e : entries) {
     if (e.key.device != key.device || e.key.dtype != key.dtype || e.key.head_dim != key.head_dim ||
-        e.key.causal != key.causal)
+        e.key.causal != key.causal || (!nearest && e.key.seqlen_bucket != key.seqlen_bucket))
       continue;
     const double distance = std::abs(std::log2(static_cast<double>(e.key.seqlen_bucket)) -
                                      std::log2(static_cast<double>(key.seqlen_bucket)));
@@ -250,7 +285,8 @@ std::size_t TunerCore::select_index(const AttentionArgs& args, vendor::Stream st
     cache_ = options.cache_path.empty() ? TuningTable(table_format()) : TuningTable::load(options.cache_path, table_format());
     cache_loaded_path_ = options.cache_path;
   }
-  if (const std::size_t i = index(cache_->lookup(key)); i < names.size()) return i;
+  // The cache answers its own keys only, so that FLASHSTEPS_TUNE=1 tunes every new bucket.
+  if (const std::size_t i = index(cache_->lookup(key, /*nearest=*/false)); i < names.size()) return i;
   if (may_tune && options.tune) {
     const TuneEntry entry = tune(args, stream, &std::cerr);
     cache_->insert(entry);
@@ -271,10 +307,13 @@ TuneEntry TunerCore::tune(const AttentionArgs& args, vendor::Stream stream, std:
   const std::vector<std::string>& names = shape_names(entry.key.head_dim);
   if (names.empty())
     throw Unsupported(std::string(names_.step) + ": no shape compiled for head_dim " + std::to_string(args.head_dim()));
+  if (reps < 1 || warmup < 0)
+    throw InvalidArgument("tune: reps (" + std::to_string(reps) + ") must be at least 1 and warmup (" +
+                          std::to_string(warmup) + ") at least 0");
   // Each timed launch sits between its own two events, all queued back to back (nothing
   // waits between launches, so no launch latency is timed); read once the stream drains.
-  std::vector<vendor::Event> events(2 * static_cast<std::size_t>(reps));
-  for (vendor::Event& e : events) e = vendor::event_create();
+  EventSet event_set(2 * static_cast<std::size_t>(reps));
+  std::vector<vendor::Event>& events = event_set.events;
   double best = 0.0;
   for (std::size_t i = 0; i < names.size(); ++i) {
     for (int w = 0; w < warmup; ++w) launch_at(entry.key.head_dim, i, args, stream);
@@ -293,7 +332,6 @@ TuneEntry TunerCore::tune(const AttentionArgs& args, vendor::Stream stream, std:
       *progress << "[" << names_.id << " tune] " << entry.key.str() << " " << (i + 1) << "/" << names.size() << " "
                 << names[i] << " " << median << " ms" << std::endl;
   }
-  for (vendor::Event& e : events) vendor::event_destroy(e);
   return entry;
 }
 // [end:tune]

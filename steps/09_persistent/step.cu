@@ -913,8 +913,9 @@ void forward(const AttentionArgs& args, vendor::Stream stream, const TileShape* 
   if (args.seqlen_q() > kMaxSeqlenQ)
     throw exceeds_limit("step 09", "q.shape[2] (seqlen_q)", args.seqlen_q(), "a work tile's 32-bit rows", kMaxSeqlenQ);
   dispatch_head_dim_sm90(args.head_dim(), "step 09", [](auto) {});  // head_dim up to 128, by name
+  if (forced == nullptr && is_empty(args)) return;  // nothing to run, nothing to choose (no cache read)
   const Candidate& c = forced != nullptr ? tuner().find(padded_head_dim_sm90(args.head_dim()), *forced, "shape")
-                                         : tuner().select(args, stream, /*may_tune=*/!is_empty(args));
+                                         : tuner().select(args, stream, /*may_tune=*/true);
   c.launch(args, stream);  // run_config(): the shape's own limits, then the kernel
 }
 }  // namespace

@@ -57,21 +57,35 @@ int main(int argc, char** argv) {
   table.set_meta("device", dev.name + " (" + dev.arch + ", " + std::to_string(dev.sm_count) + " SMs, CUDA driver API " +
                                dev.driver + ", " + dev.runtime + ")");
   table.set_meta("problems", "standard set: batch * seqlen = 16384 tokens, heads * head_dim = 2048, random inputs");
-  for (const std::string& dname : dtypes) {
-    const DType dtype = dname == "fp16" ? DType::f16 : DType::bf16;
-    for (const Problem& p : standard_problems(dtype)) {
-      bool head_dim_listed = false;
-      for (int d : head_dims) head_dim_listed = head_dim_listed || d == p.head_dim;
-      if (p.seqlen_q < min_seqlen || p.seqlen_q > max_seqlen || !head_dim_listed) continue;
-      DeviceCase device_case(make_random_inputs(p, seed_from_name(p.name())));
-      device_case.reserve_workspace(FLASHSTEPS_STEP_NS::workspace_bytes(device_case.args()));  // step 09's counter
-      const tuning::TuneEntry entry = tuner.tune(device_case.args(), nullptr, &std::cerr, 2, reps);
-      table.insert(entry);
-      std::printf("%-40s -> %s\n", entry.key.str().c_str(), entry.choice.c_str());
-      std::fflush(stdout);
+  // A problem that throws (a GPU the step does not run on, say) stops the tool with its
+  // message; the keys tuned before it are written all the same.
+  int status = 0;
+  try {
+    for (const std::string& dname : dtypes) {
+      const DType dtype = dname == "fp16" ? DType::f16 : DType::bf16;
+      for (const Problem& p : standard_problems(dtype)) {
+        bool head_dim_listed = false;
+        for (int d : head_dims) head_dim_listed = head_dim_listed || d == p.head_dim;
+        if (p.seqlen_q < min_seqlen || p.seqlen_q > max_seqlen || !head_dim_listed) continue;
+        DeviceCase device_case(make_random_inputs(p, seed_from_name(p.name())));
+        device_case.reserve_workspace(FLASHSTEPS_STEP_NS::workspace_bytes(device_case.args()));  // step 09's counter
+        const tuning::TuneEntry entry = tuner.tune(device_case.args(), nullptr, &std::cerr, 2, reps);
+        table.insert(entry);
+        std::printf("%-40s -> %s\n", entry.key.str().c_str(), entry.choice.c_str());
+        std::fflush(stdout);
+      }
     }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", FLASHSTEPS_STEP_TOOL, e.what());
+    status = 1;
+  }
+  if (table.entries.empty()) {
+    std::fprintf(stderr, "%s: no problem of the standard set was tuned (--dtype, --head-dim, --min-seqlen, "
+                 "--max-seqlen select none, or the first failed); %s is left as it was\n", FLASHSTEPS_STEP_TOOL,
+                 out.c_str());
+    return 1;
   }
   table.save(out);
   std::printf("wrote %s (%zu keys)\n", out.c_str(), table.entries.size());
-  return 0;
+  return status;
 }

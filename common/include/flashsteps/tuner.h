@@ -10,10 +10,11 @@
 ///     step 06, FLASHSTEPS_STEP09_SHAPE for step 09) runs one shape on every call (tests,
 ///     measurements; Unsupported when the head dim's space lacks it);
 ///  2. the user's tuning cache, a JSON file (TunerOptions::cache_path; environment: the step's
-///     cache variable, default `$HOME/.cache/flashsteps/<step id>.json`), when it holds the key;
+///     cache variable, default `$HOME/.cache/flashsteps/<step id>.json`), when it holds the
+///     exact key (its own bucket: a cache of other buckets does not answer);
 ///  3. with TunerOptions::tune (environment: FLASHSTEPS_TUNE=1, for every tuned step): time
 ///     every candidate on the call's own buffers, print progress and choice to stderr, and
-///     append the choice to the cache file;
+///     add the choice to the cache file (rewritten whole);
 ///  4. the tables checked in for this GPU (steps/NN_slug/tuned/*.json, compiled in), nearest
 ///     seqlen bucket;
 ///  5. the step's default (step 06: step 05's fixed shapes; step 09: its measured defaults).
@@ -81,14 +82,15 @@ class TuningTable {
   /// Reads @p path; an empty table when the file does not exist.
   /// @throws InvalidArgument when it exists but does not parse.
   static TuningTable load(const std::string& path, const std::string& format);
-  /// Writes the table to @p path (creating parent folders). @throws InvalidArgument when it cannot.
+  /// Writes the table to @p path, replacing the file (creating parent folders).
+  /// @throws InvalidArgument when it cannot.
   void save(const std::string& path) const;
   /// JSON text of the table.
   std::string to_json() const;
 
-  /// The exact key's choice, else that of the same device, dtype, head dim and causality at
-  /// the nearest bucket (in log2); nullopt when there is none.
-  std::optional<std::string> lookup(const TuneKey& key) const;
+  /// The exact key's choice, else (with @p nearest) that of the same device, dtype, head dim
+  /// and causality at the nearest bucket (in log2); nullopt when there is none.
+  std::optional<std::string> lookup(const TuneKey& key, bool nearest = true) const;
   /// Adds or replaces the entry of @p entry.key.
   void insert(const TuneEntry& entry);
   /// Free-form metadata (command, date, commit), kept as strings.
@@ -169,6 +171,7 @@ class TunerCore {
   /// the median of @p reps launches queued back to back, each between its own two events
   /// on @p stream), writing progress lines to @p progress when not null. The outputs of
   /// @p args are overwritten. @p args must have passed the step's checks.
+  /// @throws InvalidArgument when @p reps < 1 or @p warmup < 0; else what a launch throws
   TuneEntry tune(const AttentionArgs& args, vendor::Stream stream, std::ostream* progress, int warmup = 2,
                  int reps = 7);
 
