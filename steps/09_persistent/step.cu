@@ -433,13 +433,23 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     trace(sm90::TracePhase::q_wait, it);
     const std::uint32_t qb = local % Cfg::kQBuffers;  // the Q buffer of this work tile
     sm90::mbarrier_wait(&q_full[qb], (local / Cfg::kQBuffers) % 2, "q_full");
-    const WorkTile w = tile_info[qb].w;
+    // Lane 0 alone reads the slot and hands it to its warp. The producer overwrites the slot
+    // once q_empty[qb] completes, and lane 0's own arrival there (a release) orders its reads
+    // before that write. (Read by every lane, the order of the other 31 lanes' reads would
+    // rest on a __syncwarp() before lane 0's arrival: right by the PTX memory model, but
+    // racecheck does not follow it and reported each such read as a hazard.)
+    WorkTile w{};
+    std::int32_t share[2] = {0, 0};  // this consumer's key tiles, and those no mask touches
+    if (lane == 0) {
+      w = tile_info[qb].w;
+      share[0] = tile_info[qb].wg_tiles[consumer];
+      share[1] = tile_info[qb].wg_full_tiles[consumer];
+    }
+    w = {__shfl_sync(0xffffffffu, w.bh, 0), __shfl_sync(0xffffffffu, w.b, 0), __shfl_sync(0xffffffffu, w.h, 0),
+         __shfl_sync(0xffffffffu, w.hk, 0), __shfl_sync(0xffffffffu, w.m0, 0), __shfl_sync(0xffffffffu, w.n_tiles, 0)};
     if (w.n_tiles < 0) break;
     const std::int64_t m0 = w.m0, n_tiles = w.n_tiles, wg_row0 = m0 + 64 * consumer;
-    const std::int64_t wg_tiles = tile_info[qb].wg_tiles[consumer], wg_full_tiles = tile_info[qb].wg_full_tiles[consumer];
-    // Every lane has read the TileInfo before lane 0 arrives on q_empty[qb] (which lets the
-    // producer overwrite it): a release orders only its own thread's reads.
-    __syncwarp();
+    const std::int64_t wg_tiles = __shfl_sync(0xffffffffu, share[0], 0), wg_full_tiles = __shfl_sync(0xffffffffu, share[1], 0);
     // This warpgroup's 64 rows of Q, as the A operand of S = Q K^T.
     const std::uint64_t q_desc =
         sm90::desc_k_major(sm90::smem_u32(Q_smem + qb * BLOCK_M * HEAD_DIM) + 64 * consumer * 128);
