@@ -325,9 +325,15 @@ int main(int argc, char** argv) {
                  "write JSON to DIR/<gpu>/" + step_id + ".json (" + step_id + "-decode.json with --set decode, runs/" +
                      step_id + "-split-sweep/" + step_id + ".json with --split-sweep)");
   app.add_flag("--quick", quick, "D = 128, bf16 and seqlen <= 4096 only, fewer repetitions");
-  app.add_option("--max-seqlen", max_seqlen, "skip standard problems longer than this");
+  app.add_option("--max-seqlen", max_seqlen, "skip standard problems longer than this")->check(CLI::Range(1, 1 << 20));
   double min_time = 0.2;
-  app.add_option("--min-time", min_time, "seconds of calls per repetition (the median of the repetitions is reported)");
+  app.add_option("--min-time", min_time, "seconds of calls per repetition (the median of the repetitions is reported)")
+      ->check(CLI::Validator(
+          [](const std::string& value) {  // CLI::PositiveNumber lets nan through
+            const double t = std::strtod(value.c_str(), nullptr);
+            return t > 0.0 && std::isfinite(t) ? std::string{} : "must be a positive number of seconds, got " + value;
+          },
+          "POSITIVE"));
   int repetitions = 3;
   app.add_option("--repetitions", repetitions, "repetitions per benchmark, each of at least --min-time seconds of calls")
       ->check(CLI::Range(1, 100));
@@ -355,13 +361,19 @@ int main(int argc, char** argv) {
   if (!sweep.empty()) set = "decode";
   if (num_splits > 0) setenv("FLASHSTEPS_NUM_SPLITS", std::to_string(num_splits).c_str(), 1);
 
+  std::vector<std::string> args = {argv[0]};
+  for (const std::string& extra : app.remaining()) args.push_back(extra);
   if (vendor::device_count() == 0) {
+    // Google Benchmark's flags are still checked, so a misspelt one fails here too.
+    std::vector<char*> cargs;
+    for (std::string& a : args) cargs.push_back(a.data());
+    int bargc = static_cast<int>(cargs.size());
+    benchmark::Initialize(&bargc, cargs.data());
+    if (benchmark::ReportUnrecognizedArguments(bargc, cargs.data())) return 2;
     std::printf("No GPU found by the %s runtime: %s benchmark not run.\n", vendor::kName, step_id.c_str());
     return 0;
   }
   g_device = device_info();
-  std::vector<std::string> args = {argv[0]};
-  for (const std::string& extra : app.remaining()) args.push_back(extra);
   std::string out_path;
   if (!results_dir.empty()) {
     auto dir = std::filesystem::path(results_dir) / slug(g_device.name);

@@ -6,12 +6,22 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "flashsteps/fixture.h"
 #include "flashsteps/reference.h"
 
 int main(int argc, char** argv) {
   using namespace flashsteps;
+  const std::string first = argc > 1 ? argv[1] : "";
+  if (argc > 2 || first == "-h" || first == "--help") {
+    std::fprintf(argc > 2 ? stderr : stdout,
+                 "usage: reference_on_fixture [path/to/minilm_qkv.json]\n"
+                 "Runs the float64 reference on the fixture (default: %s) and prints each layer's mean LSE and "
+                 "rms(O).\n",
+                 default_fixture_path().c_str());
+    return argc > 2 ? 2 : 0;
+  }
   try {
     reference::Runtime runtime;
     const QkvFixture fixture = load_qkv_fixture(argc > 1 ? argv[1] : default_fixture_path());

@@ -142,4 +142,7 @@ def summary() -> dict:
 
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()  # no options; --help
     print(json.dumps(summary(), indent=1))

@@ -4,10 +4,14 @@
 //     hide the 4-cycle FMA latency), on enough blocks to fill every SM several times;
 //   - device-memory bandwidth: a large device-to-device copy, counting bytes read + written.
 // Each is timed with GPU events: 3 warm-up runs, then the median of 20.
-// Usage: ceilings [output.json]
+// Usage: ceilings [output.json]   (the JSON always goes to standard output too)
+#include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -40,9 +44,21 @@ float median(std::vector<float> v) {
 
 int main(int argc, char** argv) {
   using namespace flashsteps;
+  CLI::App app{"Measures the GPU's fp32 FMA rate and device-memory copy bandwidth (tools/ceilings/README.md)"};
+  std::string out_path;
+  app.add_option("output", out_path, "also write the JSON to this file");
+  CLI11_PARSE(app, argc, argv);
   if (vendor::device_count() == 0) {
     std::printf("No GPU found: ceilings not measured.\n");
     return 0;
+  }
+  std::ofstream out;  // opened before the measurement, so that a bad path fails at once
+  if (!out_path.empty()) {
+    out.open(out_path);
+    if (!out) {
+      std::fprintf(stderr, "output: cannot open %s for writing\n", out_path.c_str());
+      return 2;
+    }
   }
   const DeviceInfo info = device_info();
   float* sink = static_cast<float*>(vendor::malloc_device(sizeof(float)));
@@ -77,19 +93,23 @@ int main(int argc, char** argv) {
   char date[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  char json[1024];
-  std::snprintf(json, sizeof json,
-                "{\n  \"date\": \"%s\",\n  \"git_commit\": \"%s\",\n  \"driver_cuda_api\": \"%s\",\n  \"gpu_name\": \"%s\",\n  \"gpu_arch\": \"%s\",\n  \"sm_count\": %d,\n  \"max_clock_mhz\": %d,\n"
-                "  \"fp32_fma_tflops\": %.2f,\n  \"fp32_fma_method\": \"%d blocks x %d threads x %d chains x %d FMAs, median of 20 after 3 warm-ups\",\n"
-                "  \"copy_gbps\": %.1f,\n  \"copy_method\": \"device-to-device copy of %zu bytes, read + written, median of 20 after 3 warm-ups\"\n}\n",
-                date, FLASHSTEPS_GIT_COMMIT, info.driver.c_str(), info.name.c_str(), info.arch.c_str(), info.sm_count, info.max_clock_mhz, fma_tflops, blocks, kThreads,
-                kChains, kIters, copy_gbps, bytes);
-  std::fputs(json, stdout);
-  if (argc > 1) {
-    FILE* f = std::fopen(argv[1], "w");
-    if (f == nullptr) return 1;
-    std::fputs(json, f);
-    std::fclose(f);
-  }
+  const nlohmann::ordered_json json = {
+      {"date", date},
+      {"git_commit", FLASHSTEPS_GIT_COMMIT},
+      {"driver_cuda_api", info.driver},
+      {"gpu_name", info.name},
+      {"gpu_arch", info.arch},
+      {"sm_count", info.sm_count},
+      {"max_clock_mhz", info.max_clock_mhz},
+      {"fp32_fma_tflops", std::round(fma_tflops * 100) / 100},
+      {"fp32_fma_method", std::to_string(blocks) + " blocks x " + std::to_string(kThreads) + " threads x " +
+                              std::to_string(kChains) + " chains x " + std::to_string(kIters) +
+                              " FMAs, median of 20 after 3 warm-ups"},
+      {"copy_gbps", std::round(copy_gbps * 10) / 10},
+      {"copy_method", "device-to-device copy of " + std::to_string(bytes) +
+                          " bytes, read + written, median of 20 after 3 warm-ups"},
+  };
+  std::printf("%s\n", json.dump(2).c_str());
+  if (out.is_open()) out << json.dump(2) << "\n";
   return 0;
 }

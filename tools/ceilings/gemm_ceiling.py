@@ -6,16 +6,24 @@ An 8192 x 8192 x 8192 bf16 product on random inputs (never zeros), timed with CU
 PyTorch is an optional tool here, never a build dependency.
     python3 tools/ceilings/gemm_ceiling.py [out.json]
 """
+import argparse
 import datetime
 import json
 import statistics
 import subprocess
 import sys
 
-import torch
 
-
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", help="also write the JSON to this file")
+    args = parser.parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        print("error: PyTorch is not installed here; gemm_ceiling.py needs a CUDA or ROCm build of torch",
+              file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("No GPU visible to PyTorch: GEMM ceiling not measured.")
         return 0
@@ -47,8 +55,8 @@ def main() -> int:
     }
     text = json.dumps(result, indent=2)
     print(text)
-    if len(sys.argv) > 1:
-        with open(sys.argv[1], "w") as f:
+    if args.out:
+        with open(args.out, "w") as f:
             f.write(text + "\n")
     return 0
 

@@ -8,9 +8,10 @@ The default path is tests/data/minilm_qkv.json of this repository. Checks: the J
 has exactly the expected keys and fixed values, softmax_scale == 1/sqrt(head_dim),
 the .bin (named by "bin", next to the JSON) has 3*layers*heads*seqlen*head_dim*2
 bytes and the recorded sha256, and every fp16 value is finite (no Inf/NaN).
-Exits 0 when all pass, 1 otherwise; prints one line per check.
+Exits 0 when all pass, 1 otherwise (2 for an unreadable header); prints one line per check.
 """
 
+import argparse
 import array
 import hashlib
 import json
@@ -69,8 +70,16 @@ def check_bin(meta, json_path):
 
 
 def main(argv):
-    json_path = Path(argv[1]) if len(argv) > 1 else DEFAULT_JSON
-    meta = json.loads(json_path.read_text())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("json", nargs="?", type=Path, default=DEFAULT_JSON,
+                        help="the fixture's header (default: %(default)s)")
+    json_path = parser.parse_args(argv[1:]).json
+    try:
+        meta = json.loads(json_path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        parser.error(f"json: cannot read {json_path}: {error}")
+    if not isinstance(meta, dict):
+        parser.error(f"json: {json_path} holds a {type(meta).__name__}, not an object")
     results = list(check_metadata(meta))
     if all(ok for _, ok, _ in results):
         results += list(check_bin(meta, json_path))

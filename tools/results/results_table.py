@@ -376,9 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir", type=Path)
     ap.add_argument("--dtype", default="bf16", choices=["fp16", "bf16", "fp32"])
-    ap.add_argument("--head-dim", type=int, nargs="+", default=[64, 128])
+    ap.add_argument("--head-dim", type=int, nargs="+", help="default: 64 128")
     ap.add_argument("--mask", nargs="+", default=["full", "causal"], choices=["full", "causal"])
-    ap.add_argument("--seqlen", type=int, default=16384)
+    ap.add_argument("--seqlen", type=int, help="default: 16384")
     ap.add_argument("--decode-dtype", default="bf16", choices=["fp16", "bf16", "fp32"],
                     help="dtype of the decode table (default bf16)")
     ap.add_argument("--decode-head-dim", type=int, default=128, help="D of the decode table (default 128)")
@@ -399,6 +399,18 @@ def main(argv: list[str] | None = None) -> int:
     except fr.ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    # A value asked for that the results do not hold would give a table of n/a: name it instead.
+    # (Not the defaults: a GPU may lack a column, which its table shows as n/a.)
+    measured = [r for r in records if r.kind == "attention" and r.dtype == args.dtype]
+    asked = (("--head-dim", args.head_dim or [], {r.head_dim for r in measured}),
+             ("--seqlen", [args.seqlen] if args.seqlen and not args.step else [], {r.seqlen for r in measured}))
+    args.head_dim, args.seqlen = args.head_dim or [64, 128], args.seqlen or 16384
+    for flag, wanted, have in asked:
+        missing = [v for v in wanted if v not in have]
+        if measured and missing:  # with nothing measured, the table says so
+            print(f"error: {flag} {' '.join(map(str, missing))}: not measured in {args.dtype} "
+                  f"(measured: {' '.join(map(str, sorted(have)))})", file=sys.stderr)
+            return 2
     if args.step:
         if args.update or args.check:
             print("error: --step prints only (no --update/--check)", file=sys.stderr)

@@ -173,6 +173,16 @@ def test_table_options():
     assert "| 01 naive | 2.20 | 0.80 |" in out.stdout and "[1]" not in out.stdout
 
 
+def test_table_rejects_values_not_measured():
+    # A seqlen or head dim the results do not hold is named, not printed as a table of n/a.
+    out = run_tool("results_table.py", RESULTS, "--seqlen", "100")
+    assert out.returncode == 2 and "--seqlen 100: not measured in bf16" in out.stderr
+    out = run_tool("results_table.py", RESULTS, "--head-dim", "77", "128")
+    assert out.returncode == 2 and "--head-dim 77: not measured in bf16" in out.stderr
+    out = run_tool("results_table.py", RESULTS, "--step", "02", "--head-dim", "77")
+    assert out.returncode == 2 and "--head-dim 77" in out.stderr
+
+
 def test_table_update_check_round_trip(tmp_path):
     doc = tmp_path / "doc.md"
     shutil.copy(DATA / "table_doc.md", doc)
