@@ -57,11 +57,11 @@
 // the heaviest; and between two work tiles a consumer no longer works out indices (the
 // producer does) or waits on the LSE's arithmetic (it runs beside the last P V): about
 // 1,000-1,300 cycles less per work tile and consumer.
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 619.0 TFLOP/s
-// (results/nvidia-h200/step09.json, commit 02d8e73).
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 619.6 TFLOP/s
+// (results/nvidia-h200/step09.json, commit e1623c5).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
 // run and timed by the same loop: faster than step 08 at every point; at or above cuDNN at
-// all but seven of the points the goal counts, and just short of it at those (D = 64 causal
+// all but four of the points the goal counts, and just short of it at those (D = 64 causal
 // on the shortest problems, D = 128 full on short ones), which the course's goal asks to pass.
 // Limits: as step 08: fp16/bf16; head_dim a multiple of 8 up to 128 (compiled for 64 and 128,
 // others zero-padded by TMA); 16-byte aligned tensors and strides; sm_90 (H100/H200) only.
