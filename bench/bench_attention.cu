@@ -361,15 +361,18 @@ int main(int argc, char** argv) {
   if (!sweep.empty()) set = "decode";
   if (num_splits > 0) setenv("FLASHSTEPS_NUM_SPLITS", std::to_string(num_splits).c_str(), 1);
 
+  // Google Benchmark takes the flags CLI11 left, and reports any it does not know either.
   std::vector<std::string> args = {argv[0]};
   for (const std::string& extra : app.remaining()) args.push_back(extra);
-  if (vendor::device_count() == 0) {
-    // Google Benchmark's flags are still checked, so a misspelt one fails here too.
+  auto initialize_benchmark = [&args] {
     std::vector<char*> cargs;
     for (std::string& a : args) cargs.push_back(a.data());
     int bargc = static_cast<int>(cargs.size());
     benchmark::Initialize(&bargc, cargs.data());
-    if (benchmark::ReportUnrecognizedArguments(bargc, cargs.data())) return 2;
+    return !benchmark::ReportUnrecognizedArguments(bargc, cargs.data());
+  };
+  if (vendor::device_count() == 0) {
+    if (!initialize_benchmark()) return 2;  // a misspelt flag fails without a GPU too
     std::printf("No GPU found by the %s runtime: %s benchmark not run.\n", vendor::kName, step_id.c_str());
     return 0;
   }
@@ -387,11 +390,7 @@ int main(int argc, char** argv) {
     args.push_back("--benchmark_out=" + out_path);
     args.push_back("--benchmark_out_format=json");
   }
-  std::vector<char*> cargs;
-  for (std::string& a : args) cargs.push_back(a.data());
-  int bargc = static_cast<int>(cargs.size());
-  benchmark::Initialize(&bargc, cargs.data());
-  if (benchmark::ReportUnrecognizedArguments(bargc, cargs.data())) return 2;
+  if (!initialize_benchmark()) return 2;
   reference::Runtime reference_runtime;
   add_context(step_id);
   benchmark::AddCustomContext("flashsteps_bench_set", set);
