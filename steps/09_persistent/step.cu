@@ -249,8 +249,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
 
   if (threadIdx.x == 0) {
     for (int b = 0; b < Cfg::kQBuffers; ++b) sm90::mbarrier_init(&q_full[b], 1);
-    // One arrival per consumer warp after its last S; staged in Q, per consumer after TMA read O.
-    for (int b = 0; b < Cfg::kQBuffers; ++b) sm90::mbarrier_init(&q_empty[b], Cfg::kSeparateO ? 4 * CONSUMERS : CONSUMERS);
+    // One arrival per consumer warp: after its last S; with O staged in Q, warp 0's after TMA
+    // has read O, and the other warps' once their part of O is written.
+    for (int b = 0; b < Cfg::kQBuffers; ++b) sm90::mbarrier_init(&q_empty[b], 4 * CONSUMERS);
     for (int s = 0; s < STAGES; ++s) {
       sm90::mbarrier_init(&k_full[s], 1);  // the producer's arrive.expect_tx
       sm90::mbarrier_init(&v_full[s], 1);
@@ -718,6 +719,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
     sm90::fence_proxy_async_smem();  // these writes, then TMA's reads
     sm90::named_barrier_sync(1 + CONSUMERS + consumer, sm90::kWarpgroupThreads);
     trace(sm90::TracePhase::o_store, -1);
+    // Staged in Q, warps 1-3 arrive on q_empty here, each for its own lane 0's reads of the
+    // TileInfo (a release orders only its own thread's accesses; the named barrier above
+    // orders them before warp 0's arrival too, but racecheck does not follow it). The phase
+    // still completes only with warp 0's arrival, once TMA has read O.
+    if constexpr (!Cfg::kSeparateO)
+      if (warp != 0 && lane == 0) sm90::mbarrier_arrive(&q_empty[0]);
     if (warp == 0 && lane == 0) {
       // A consumer whose rows lie before row 0 (all 64 of them, see work_tile()) stores
       // nothing; past the last row TMA clips the box.
