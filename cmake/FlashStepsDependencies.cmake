@@ -24,8 +24,7 @@ if(FLASHSTEPS_BUILD_BENCH AND NOT FLASHSTEPS_BACKEND STREQUAL "NONE")
   find_package(benchmark REQUIRED)
 endif()
 if(NOT FLASHSTEPS_BACKEND STREQUAL "NONE")
-  find_package(CLI11 REQUIRED)  # the benchmarks', tuners' and tools/ceilings' options
-endif()
-if(FLASHSTEPS_TRACE AND NOT TARGET CLI11::CLI11)
-  find_package(CLI11 REQUIRED)  # the options of trace_stepNN (tools/timeline/trace_main.cu)
+  # The options of the benchmarks, the tuners, tools/ceilings and trace_stepNN
+  # (tools/timeline/trace_main.cu, CUDA builds only).
+  find_package(CLI11 REQUIRED)
 endif()
