@@ -1,0 +1,104 @@
+"""tools/gpu/ncu_stalls.py on hand-made Nsight Compute source-page exports."""
+import gzip
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import ncu_stalls as ns  # noqa: E402
+
+HEADER = (
+    '"Address","Source","Warp Stall Sampling (All Samples)","# Samples","Instructions Executed",'
+    '"stall_math","stall_short_sb","stall_wait","stall_selected","stall_wait (Not Issued)"\n'
+)
+ROWS = [
+    '"0x10","      HMMA.16816.F32.BF16 R100, R200, R104, RZ","60","60","131072","10","5","40","5","38"',
+    '"0x20","      HMMA.16816.F32.BF16 R104, R200, R106, R104","50","50","131072","0","0","45","5","44"',
+    '"0x30","@!P0  MUFU.EX2 R1, R2","30","30","65,536","0","20","8","2","8"',
+    '"0x40","      LDSM.16.M88.4 R8, [R250+0x5100]","7","7","1024","0","0","-","7","-"',
+    '"0x50","","0","0","0","0","0","0","0","0"',
+]
+KERNEL = '"Kernel Name","void attention_kernel<...>(...)"\n'
+
+
+def write(path: Path, rows, gz=False):
+    text = KERNEL + HEADER + "\n".join(rows) + "\n"
+    if gz:
+        with gzip.open(path, "wt") as f:
+            f.write(text)
+    else:
+        path.write_text(text)
+
+
+def test_opcode_drops_predicate_and_modifiers():
+    assert ns.opcode("@!P0 HMMA.16816.F32.BF16 R1, R2, R3, R4") == "HMMA"
+    assert ns.opcode("   FADD R1, R2, R3") == "FADD"
+    assert ns.opcode("") == ""
+
+
+def test_totals_per_opcode(tmp_path):
+    write(tmp_path / "a.csv.gz", ROWS, gz=True)
+    s = ns.read_source(tmp_path / "a.csv.gz")
+    assert set(s) == {"HMMA", "MUFU", "LDSM"}
+    assert (s["HMMA"].executed, s["HMMA"].samples) == (262144, 110)
+    assert s["HMMA"].reasons == {"math": 10, "short_sb": 5, "wait": 85, "selected": 10}
+    assert (s["MUFU"].executed, s["MUFU"].samples) == (65536, 30)
+    assert s["LDSM"].reasons == {"selected": 7}
+    t = ns.total(s)
+    assert (t.executed, t.samples, t.reasons["wait"]) == (328704, 147, 93)
+
+
+def test_table_side_by_side(tmp_path):
+    write(tmp_path / "a.csv", ROWS)
+    write(tmp_path / "b.csv", ROWS[2:])  # no HMMA in the second kernel
+    a, b = ns.read_source(tmp_path / "a.csv"), ns.read_source(tmp_path / "b.csv")
+    lines = ns.table([("mine", a), ("theirs", b)], top=1).splitlines()
+    assert lines[2] == "| HMMA | 262,144 | 110 | wait 85 | – | – | – |"
+    assert lines[3] == "| MUFU | 65,536 | 30 | short_sb 20 | 65,536 | 30 | short_sb 20 |"
+    assert lines[-1] == "| all | 328,704 | 147 | wait 93 | 66,560 | 37 | short_sb 20 |"
+
+
+def test_rest_summed_past_rows(tmp_path):
+    write(tmp_path / "a.csv", ROWS)
+    lines = ns.table([("k", ns.read_source(tmp_path / "a.csv"))], top=2, rows=1).splitlines()
+    assert lines[3] == "| 2 others | 66,560 | 37 | short_sb 20, selected 9 |"
+
+
+def test_errors(tmp_path, capsys):
+    (tmp_path / "bad.csv").write_text('"x","y"\n"1","2"\n')
+    assert ns.main([f"k={tmp_path / 'bad.csv'}"]) == 1
+    assert "no header row" in capsys.readouterr().err
+    assert ns.main(["nolabel"]) == 2
+    assert ns.main([f"k={tmp_path / 'missing.csv'}"]) == 1
+
+
+LOOP = [  # a loop body run 131072 times: two HMMA runs, the second interleaved with FMULs
+    '"0x100","      HMMA.16816.F32.BF16 R1, R2, R3, RZ","10","10","131072","0","0","8","2","8"',
+    '"0x110","      HMMA.16816.F32.BF16 R5, R2, R4, RZ","12","12","131072","0","0","9","3","9"',
+    '"0x120","      MUFU.EX2 R9, R1","4","4","131072","0","4","0","0","0"',
+    '"0x130","      HMMA.16816.F32.BF16 R10, R6, R7, R10","3","3","131072","3","0","0","0","0"',
+    '"0x140","      FMUL R11, R11, R12","2","2","131072","0","0","2","0","2"',
+    '"0x150","      FMUL R13, R13, R12","1","1","131072","0","0","1","0","1"',
+    '"0x160","      HMMA.16816.F32.BF16 R14, R6, R8, R14","5","5","131072","4","0","1","0","1"',
+    '"0x170","      HMMA.16816.F32.BF16 R20, R6, R8, RZ","7","7","16384","0","0","7","0","7"',  # odd: left out
+    '"0x180","      HMMA.16816.F32.BF16 R24, R6, R8, RZ","0","0","0","0","0","0","0","0"',  # never run
+]
+
+
+def test_parts_cut_each_region_in_order(tmp_path):
+    write(tmp_path / "k.csv", LOOP)
+    runs = ns.parts(ns.read_instructions(tmp_path / "k.csv"), "HMMA", 2)
+    assert [(r.executed, r.index, r.count, r.span, r.stats.samples) for r in runs] == [
+        (131072, 1, 2, 2, 22),
+        (131072, 2, 2, 4, 8),
+    ]
+    assert runs[0].stats.reasons == {"wait": 17, "selected": 5}
+    assert runs[1].stats.reasons == {"math": 7, "wait": 1}
+
+
+def test_parts_table_and_cli(tmp_path, capsys):
+    write(tmp_path / "k.csv", LOOP)
+    assert ns.main(["--parts", "HMMA", "2", "--top", "1", f"k={tmp_path / 'k.csv'}"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| kernel | region (times run) | run | HMMA | span | samples | main reasons |"
+    assert lines[2:] == ["| k | 131,072 | 1 | 2 | 2 | 22 | wait 17 |", "| k | 131,072 | 2 | 2 | 4 | 8 | math 7 |"]
+    assert ns.main(["--parts", "HMMA", "0", f"k={tmp_path / 'k.csv'}"]) == 2
