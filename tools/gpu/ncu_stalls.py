@@ -20,7 +20,8 @@ sorted by the first kernel's samples, and the last row sums every opcode. Sample
 fixed interval of cycles per SM, so two kernels profiled alike compare by their counts.
 
 ``--parts OPCODE K`` looks at one opcode in order instead: the instructions executed equally
-often (a loop body, or a copy of it that the compiler peeled) are one code region, and the
+often (a loop body, or a second loop over the same work, e.g. a first iteration the source
+writes out on its own) are one code region, and the
 OPCODE instructions of each region are cut into K equal runs in address order. For an attention
 kernel's ``HMMA`` with K = 2 these are the tile's two GEMMs, S = Q K^T and O += P V. Each run
 gets its samples, main reasons and span: the instructions of any kind from its first OPCODE
