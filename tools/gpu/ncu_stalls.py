@@ -2,30 +2,39 @@
 """Where a kernel's warps wait, by SASS opcode: a summary of Nsight Compute's warp-state
 sampling per instruction, for one kernel or for several side by side.
 
-    python3 tools/gpu/ncu_stalls.py [--top N] LABEL=SOURCE.csv[.gz] [LABEL=SOURCE.csv[.gz] ...]
-    python3 tools/gpu/ncu_stalls.py --parts HMMA 2 LABEL=SOURCE.csv[.gz] [...]
+    python3 tools/gpu/ncu_stalls.py [--rows N] [--top N] LABEL=SOURCE.csv[.gz] [LABEL=SOURCE.csv[.gz] ...]
+    python3 tools/gpu/ncu_stalls.py --parts HMMA 2 [--top N] LABEL=SOURCE.csv[.gz] [...]
 
-Each SOURCE is the per-instruction table of one profiled launch, exported with
-``ncu -i REPORT.ncu-rep --page source --csv --print-source sass`` from a report that has the
-SourceCounters and WarpStateStats sections. Its rows are SASS instructions: the ``Source``
-column is the instruction text, ``# Samples`` the warp-state samples taken while a warp stood at
-it, and ``stall_<reason>`` how many of them gave each reason (``stall_wait``: a fixed-latency
-dependency, the wait the compiler encodes after an instruction; ``stall_short_sb``: a
-shared-memory or MUFU result; ``stall_math``: the pipe busy; ``stall_selected``: issuing).
+Each SOURCE is the per-instruction table of one profiled launch (profile one launch, e.g.
+``--launch-count 1``), exported with ``ncu -i REPORT.ncu-rep --page source --csv --print-source
+sass`` from a report that has the SourceCounters and WarpStateStats sections; gzip-compressed or
+not. Its rows are SASS instructions in address order: the ``Source`` column is the instruction
+text, ``# Samples`` the warp-state samples taken while a warp stood at it, and ``stall_<reason>``
+how many of them gave each reason (``stall_wait``: a fixed-latency dependency, the wait the
+compiler encodes after an instruction; ``stall_short_sb``: a shared-memory or MUFU result;
+``stall_long_sb``: a global or local memory access; ``stall_math``: the pipe busy;
+``stall_barrier``: a block barrier). ``selected`` (the warp issued) and ``not_selected`` (it
+could have, another did) are not waits, but they are samples too and are listed with the rest.
+A LABEL may not contain ``=`` or ``|``.
 
 An instruction's opcode is its first word without the predicate and the modifiers
 (``@!P0 HMMA.16816.F32.BF16 ...`` is ``HMMA``). The table gives, per opcode, the instructions
-executed (warp level), the samples and the three largest reasons, for each kernel; opcodes are
-sorted by the first kernel's samples, and the last row sums every opcode. Samples are taken at a
-fixed interval of cycles per SM, so two kernels profiled alike compare by their counts.
+executed (warp level), the samples and the largest reasons (``--top``, 3), for each kernel. The
+opcodes are sorted by the first kernel's samples (then by the most samples in any kernel); the
+first ``--rows`` (20) are shown, the rest of them (of any kernel) are summed in one ``N others``
+row, and the last row, ``all``, sums every opcode. Samples are taken at a fixed interval of cycles
+per SM, so two kernels profiled alike compare by their counts.
 
-``--parts OPCODE K`` looks at one opcode in order instead: the instructions executed equally
-often (a loop body, or a second loop over the same work, e.g. a first iteration the source
-writes out on its own) are one code region, and the
-OPCODE instructions of each region are cut into K equal runs in address order. For an attention
-kernel's ``HMMA`` with K = 2 these are the tile's two GEMMs, S = Q K^T and O += P V. Each run
-gets its samples, main reasons and span: the instructions of any kind from its first OPCODE
-instruction to its last, so a span much longer than the run means other work interleaved.
+``--parts OPCODE K`` looks at one opcode in order instead. Consecutive OPCODE instructions (in
+address order) that ran equally often, and more than never, form one code region: a loop body,
+or a second loop over the same work (e.g. a first iteration that the source writes out on its
+own). Each region's OPCODE instructions are cut into K equal runs. For an attention kernel's
+``HMMA`` with K = 2 these are the tile's two GEMMs, S = Q K^T and O += P V. Each run gets its
+samples, main reasons and span: the rows of the export from its first OPCODE instruction to its
+last, so a span much longer than the run means other work interleaved. Two loops that run
+equally often and follow one another are one region (profile a problem where they differ, e.g.
+a block of more than two tiles); a region whose count is not a multiple of K is left out, with a
+note on the standard error, and the tool exits with 1 when no region is left.
 """
 from __future__ import annotations
 
@@ -39,6 +48,12 @@ from pathlib import Path
 
 STALL_PREFIX = "stall_"
 NOT_ISSUED = " (Not Issued)"
+HEADER_START = ["Address", "Source"]
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class InputError(ValueError):
+    """An export that cannot be read as one kernel's table; the message names the file."""
 
 
 @dataclass
@@ -48,22 +63,6 @@ class OpcodeStats:
     executed: int = 0
     samples: int = 0
     reasons: Counter = field(default_factory=Counter)
-
-
-def opcode(sass: str) -> str:
-    """``@!P0 HMMA.16816.F32.BF16 R1, ...`` -> ``HMMA``; "" for an empty line."""
-    words = sass.split()
-    if words and words[0].startswith("@"):
-        words = words[1:]
-    return words[0].split(".")[0] if words else ""
-
-
-def _number(text: str) -> int:
-    text = text.replace(",", "").strip()
-    try:
-        return int(float(text))
-    except ValueError:  # "-" or empty: not applicable
-        return 0
 
 
 @dataclass
@@ -76,33 +75,72 @@ class Instruction:
     reasons: Counter
 
 
+def opcode(sass: str) -> str:
+    """``@!P0 HMMA.16816.F32.BF16 R1, ...`` -> ``HMMA``; "" for an empty line."""
+    words = sass.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else ""
+
+
+def _number(text: str, where: str) -> int:
+    """A count of the export: digits with "," as thousands separator; "-" or "" is 0."""
+    t = text.strip()
+    if t in ("", "-"):
+        return 0
+    digits = t.replace(",", "")
+    if not digits.isascii() or not digits.isdigit():
+        raise InputError(f"{where}: '{text}' is not a count")
+    return int(digits)
+
+
+def _read_rows(path: Path) -> list[list[str]]:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        if data[:2] == GZIP_MAGIC:
+            data = gzip.decompress(data)
+        text = data.decode("utf-8-sig")
+        return list(csv.reader(text.splitlines()))
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as e:
+        raise InputError(f"{path}: {e}") from None
+
+
 def read_instructions(path: Path) -> list[Instruction]:
     """The instructions of one ``--page source --csv --print-source sass`` export."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", newline="") as f:
-        rows = list(csv.reader(f))
-    header_at = next((i for i, r in enumerate(rows) if r[:2] == ["Address", "Source"]), None)
-    if header_at is None:
-        raise ValueError(f"{path}: no header row starting with \"Address\",\"Source\"")
-    header = rows[header_at]
+    rows = _read_rows(path)
+    headers = [i for i, r in enumerate(rows) if r[:2] == HEADER_START]
+    if not headers:
+        raise InputError(f"{path}: no header row starting with \"Address\",\"Source\"")
+    if len(headers) > 1:
+        raise InputError(f"{path}: {len(headers)} header rows, the tables of several kernels; export one launch")
+    header = rows[headers[0]]
     col = {name: i for i, name in enumerate(header)}
     for needed in ("# Samples", "Instructions Executed"):
         if needed not in col:
-            raise ValueError(f"{path}: no column \"{needed}\" (profile with the SourceCounters section)")
+            raise InputError(f"{path}: no column \"{needed}\" (profile with the SourceCounters section)")
     reasons = [n for n in header if n.startswith(STALL_PREFIX) and not n.endswith(NOT_ISSUED)]
     out: list[Instruction] = []
-    for row in rows[header_at + 1 :]:
+    for line, row in enumerate(rows[headers[0] + 1 :], start=headers[0] + 2):
         if len(row) < len(header):
             continue
         op = opcode(row[col["Source"]])
         if not op:
             continue
+        where = f"{path}, line {line}"
         why = Counter()
         for r in reasons:
-            n = _number(row[col[r]])
+            n = _number(row[col[r]], f"{where}, column \"{r}\"")
             if n:
                 why[r.removeprefix(STALL_PREFIX)] += n
-        out.append(Instruction(op, _number(row[col["Instructions Executed"]]), _number(row[col["# Samples"]]), why))
+        out.append(
+            Instruction(
+                op,
+                _number(row[col["Instructions Executed"]], f"{where}, column \"Instructions Executed\""),
+                _number(row[col["# Samples"]], f"{where}, column \"# Samples\""),
+                why,
+            )
+        )
     return out
 
 
@@ -122,6 +160,50 @@ def read_source(path: Path) -> dict[str, OpcodeStats]:
     return by_opcode(read_instructions(path))
 
 
+def total(stats: dict[str, OpcodeStats]) -> OpcodeStats:
+    """Every opcode summed."""
+    t = OpcodeStats()
+    for s in stats.values():
+        t.executed += s.executed
+        t.samples += s.samples
+        t.reasons.update(s.reasons)
+    return t
+
+
+def _cell(s: OpcodeStats | None, top: int) -> str:
+    if s is None:
+        return "– | – | –"
+    why = ", ".join(f"{r} {n}" for r, n in s.reasons.most_common(top))
+    return f"{s.executed:,} | {s.samples:,} | {why}"
+
+
+def table(kernels: list[tuple[str, dict[str, OpcodeStats]]], top: int = 3, rows: int = 20) -> str:
+    """The markdown table: one row per opcode (the first kernel's largest first), then the sum."""
+    first = kernels[0][1]
+    ops = sorted(
+        {op for _, k in kernels for op in k},
+        key=lambda op: (
+            -(first[op].samples if op in first else -1),
+            -max(k[op].samples for _, k in kernels if op in k),
+            op,
+        ),
+    )
+    head = "| opcode | " + " | ".join(f"{label}: executed | samples | main reasons" for label, _ in kernels) + " |"
+    rule = "|:--|" + "--:|--:|:--|" * len(kernels)
+    lines = [head, rule]
+    for op in ops[:rows]:
+        lines.append(f"| {op} | " + " | ".join(_cell(k.get(op), top) for _, k in kernels) + " |")
+    if len(ops) > rows:
+        rest = ops[rows:]
+        lines.append(
+            f"| {len(rest)} others | "
+            + " | ".join(_cell(total({op: k[op] for op in rest if op in k}) if any(op in k for op in rest) else None, top) for _, k in kernels)
+            + " |"
+        )
+    lines.append("| all | " + " | ".join(_cell(total(k), top) for _, k in kernels) + " |")
+    return "\n".join(lines)
+
+
 @dataclass
 class Run:
     """K-th part of one opcode's instructions in a code region."""
@@ -129,20 +211,38 @@ class Run:
     executed: int  # times each instruction of the region ran (warp level)
     index: int  # 1 .. K
     count: int  # instructions of the opcode in the run
-    span: int  # instructions of any kind from the run's first to its last
+    span: int  # rows of the export (instructions of any kind) from the run's first to its last
     stats: OpcodeStats
 
 
-def parts(instructions: list[Instruction], op: str, k: int) -> list[Run]:
-    """The instructions of opcode @p op in each region (equal execution count, not 0) cut into
-    @p k runs in address order; regions whose count of @p op is not a multiple of k are left out."""
-    regions: dict[int, list[int]] = {}
+def regions(instructions: list[Instruction], op: str) -> list[list[int]]:
+    """Positions of @p op's instructions, grouped into regions: consecutive ones (among @p op's)
+    that ran equally often and more than never."""
+    out: list[list[int]] = []
+    last = None
     for at, i in enumerate(instructions):
-        if i.op == op and i.executed > 0:
-            regions.setdefault(i.executed, []).append(at)
+        if i.op != op:
+            continue
+        if i.executed == 0:
+            last = None
+            continue
+        if last is None or i.executed != instructions[last].executed:
+            out.append([])
+        out[-1].append(at)
+        last = at
+    return out
+
+
+def parts(instructions: list[Instruction], op: str, k: int, left_out: list[str] | None = None) -> list[Run]:
+    """The instructions of opcode @p op in each region (regions()) cut into @p k runs in address
+    order. A region whose count of @p op is not a multiple of k is left out (and described in
+    @p left_out when given)."""
     out: list[Run] = []
-    for executed, where in sorted(regions.items(), key=lambda kv: -kv[0]):
+    for where in regions(instructions, op):
+        executed = instructions[where[0]].executed
         if len(where) % k:
+            if left_out is not None:
+                left_out.append(f"{len(where)} {op} run {executed:,} times: not a multiple of {k}")
             continue
         n = len(where) // k
         for part in range(k):
@@ -168,70 +268,55 @@ def parts_table(kernels: list[tuple[str, list[Run]]], op: str, top: int = 3) -> 
     return "\n".join(lines)
 
 
-def total(stats: dict[str, OpcodeStats]) -> OpcodeStats:
-    """Every opcode summed."""
-    t = OpcodeStats()
-    for s in stats.values():
-        t.executed += s.executed
-        t.samples += s.samples
-        t.reasons.update(s.reasons)
-    return t
-
-
-def _cell(s: OpcodeStats | None, top: int) -> str:
-    if s is None or (s.samples == 0 and s.executed == 0):
-        return "– | – | –"
-    why = ", ".join(f"{r} {n}" for r, n in s.reasons.most_common(top))
-    return f"{s.executed:,} | {s.samples:,} | {why}"
-
-
-def table(kernels: list[tuple[str, dict[str, OpcodeStats]]], top: int = 3, rows: int = 20) -> str:
-    """The markdown table: one row per opcode (the first kernel's largest first), then the sum."""
-    first = kernels[0][1]
-    ops = sorted({op for _, k in kernels for op in k}, key=lambda op: (-(first[op].samples if op in first else 0), op))
-    head = "| opcode | " + " | ".join(f"{label}: executed | samples | main reasons" for label, _ in kernels) + " |"
-    rule = "|:--|" + "--:|--:|:--|" * len(kernels)
-    lines = [head, rule]
-    for op in ops[:rows]:
-        lines.append(f"| {op} | " + " | ".join(_cell(k.get(op), top) for _, k in kernels) + " |")
-    if len(ops) > rows:
-        rest = ops[rows:]
-        lines.append(
-            f"| {len(rest)} others | "
-            + " | ".join(_cell(total({op: k[op] for op in rest if op in k}), top) for _, k in kernels)
-            + " |"
-        )
-    lines.append("| all | " + " | ".join(_cell(total(k), top) for _, k in kernels) + " |")
-    return "\n".join(lines)
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("kernels", nargs="+", metavar="LABEL=SOURCE.csv[.gz]")
-    ap.add_argument("--top", type=int, default=3, help="stall reasons shown per cell (default 3)")
-    ap.add_argument("--rows", type=int, default=20, help="opcodes shown before the rest are summed (default 20)")
+    ap.add_argument("--top", type=_positive, default=3, help="stall reasons shown per cell (default 3)")
+    ap.add_argument("--rows", type=_positive, default=20, help="opcodes shown before the rest are summed (default 20)")
     ap.add_argument("--parts", nargs=2, metavar=("OPCODE", "K"), help="cut OPCODE's instructions of each region into K runs")
     args = ap.parse_args(argv)
-    if args.parts is not None and (not args.parts[1].isdigit() or int(args.parts[1]) < 1):
-        print(f"ncu_stalls.py: --parts K must be a positive integer, not '{args.parts[1]}'", file=sys.stderr)
-        return 2
+    k = 0
+    if args.parts is not None:
+        try:
+            k = _positive(args.parts[1])
+        except argparse.ArgumentTypeError as e:
+            print(f"ncu_stalls.py: --parts K: {e}", file=sys.stderr)
+            return 2
     kernels = []
     for spec in args.kernels:
         label, sep, path = spec.partition("=")
-        if not sep or not label or not path:
-            print(f"ncu_stalls.py: '{spec}' is not LABEL=PATH", file=sys.stderr)
+        if not sep or not label or not path or "|" in label:
+            print(f"ncu_stalls.py: '{spec}' is not LABEL=PATH (a label without '=' or '|')", file=sys.stderr)
             return 2
         try:
             kernels.append((label, read_instructions(Path(path))))
-        except (OSError, ValueError) as e:
+        except InputError as e:
             print(f"ncu_stalls.py: {e}", file=sys.stderr)
             return 1
-    if args.parts is not None:
-        op, k = args.parts[0], int(args.parts[1])
-        print(parts_table([(label, parts(ins, op, k)) for label, ins in kernels], op, args.top))
-    else:
+    if args.parts is None:
         print(table([(label, by_opcode(ins)) for label, ins in kernels], args.top, args.rows))
-    return 0
+        return 0
+    op = args.parts[0]
+    runs = []
+    for label, ins in kernels:
+        left_out: list[str] = []
+        runs.append((label, parts(ins, op, k, left_out)))
+        for why in left_out:
+            print(f"ncu_stalls.py: {label}: left out {why}", file=sys.stderr)
+        if not runs[-1][1] and not left_out:
+            print(f"ncu_stalls.py: {label}: no {op} instruction that ran", file=sys.stderr)
+    print(parts_table(runs, op, args.top))
+    return 0 if all(r for _, r in runs) else 1
 
 
 if __name__ == "__main__":

@@ -66,9 +66,57 @@ def test_rest_summed_past_rows(tmp_path):
 def test_errors(tmp_path, capsys):
     (tmp_path / "bad.csv").write_text('"x","y"\n"1","2"\n')
     assert ns.main([f"k={tmp_path / 'bad.csv'}"]) == 1
-    assert "no header row" in capsys.readouterr().err
+    assert "bad.csv: no header row" in capsys.readouterr().err
     assert ns.main(["nolabel"]) == 2
+    assert ns.main([f"a|b={tmp_path / 'bad.csv'}"]) == 2
     assert ns.main([f"k={tmp_path / 'missing.csv'}"]) == 1
+    assert "missing.csv" in capsys.readouterr().err
+
+
+def test_bad_exports_name_the_file(tmp_path, capsys):
+    (tmp_path / "nocol.csv").write_text(KERNEL + '"Address","Source","Instructions Executed"\n"0x10","FADD R1, R2, R3","5"\n')
+    assert ns.main([f"k={tmp_path / 'nocol.csv'}"]) == 1
+    assert "nocol.csv: no column \"# Samples\"" in capsys.readouterr().err
+    write(tmp_path / "word.csv", [ROWS[0].replace('"131072"', '"many"')])
+    assert ns.main([f"k={tmp_path / 'word.csv'}"]) == 1
+    assert "word.csv, line 3, column \"Instructions Executed\": 'many' is not a count" in capsys.readouterr().err
+    write(tmp_path / "two.csv", ROWS + [HEADER.strip()] + ROWS)
+    assert ns.main([f"k={tmp_path / 'two.csv'}"]) == 1
+    assert "2 header rows" in capsys.readouterr().err
+    write(tmp_path / "full.csv.gz", ROWS, gz=True)
+    (tmp_path / "cut.csv.gz").write_bytes((tmp_path / "full.csv.gz").read_bytes()[:-12])
+    assert ns.main([f"k={tmp_path / 'cut.csv.gz'}"]) == 1
+    assert "cut.csv.gz" in capsys.readouterr().err
+    assert ns.main(["--parts", "HMMA", "x", f"k={tmp_path / 'full.csv.gz'}"]) == 2
+    assert "--parts K" in capsys.readouterr().err
+
+
+def test_gzip_found_by_content_and_bom_accepted(tmp_path):
+    write(tmp_path / "packed.csv", ROWS, gz=True)  # compressed, without .gz in its name
+    (tmp_path / "bom.csv").write_text("\ufeff" + HEADER + "\n".join(ROWS) + "\n", encoding="utf-8")
+    for name in ("packed.csv", "bom.csv"):
+        assert ns.read_source(tmp_path / name)["HMMA"].samples == 110
+
+
+def test_sorted_by_first_kernels_samples_then_the_rest(tmp_path, capsys):
+    # FADD: most executed, fewest samples; IMAD and LOP3 only in the second kernel
+    a = [
+        '"0x10","FADD R1, R2, R3","1","1","900000","0","0","1","0","1"',
+        '"0x20","MUFU.EX2 R1, R2","9","9","10","0","9","0","0","0"',
+        '"0x30","HMMA.16816.F32.BF16 R1, R2, R3, R4","5","5","20","5","0","0","0","0"',
+    ]
+    b = [
+        '"0x10","LOP3.LUT R1, R2, R3, RZ","2","2","4","0","0","2","0","2"',
+        '"0x20","IMAD R1, R2, R3, R4","8","8","4","0","0","8","0","8"',
+        '"0x30","FADD R1, R2, R3","3","3","4","0","0","3","0","3"',
+    ]
+    write(tmp_path / "a.csv", a)
+    write(tmp_path / "b.csv", b)
+    assert ns.main(["--rows", "4", "--top", "1", f"a={tmp_path / 'a.csv'}", f"b={tmp_path / 'b.csv'}"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" | ")[0] for line in lines[2:]] == ["| MUFU", "| HMMA", "| FADD", "| IMAD", "| 1 others", "| all"]
+    assert lines[-2] == "| 1 others | – | – | – | 4 | 2 | wait 2 |"
+    assert lines[-1] == "| all | 900,030 | 15 | short_sb 9 | 12 | 13 | wait 13 |"
 
 
 LOOP = [  # a loop body run 131072 times: two HMMA runs, the second interleaved with FMULs
@@ -102,3 +150,49 @@ def test_parts_table_and_cli(tmp_path, capsys):
     assert lines[0] == "| kernel | region (times run) | run | HMMA | span | samples | main reasons |"
     assert lines[2:] == ["| k | 131,072 | 1 | 2 | 2 | 22 | wait 17 |", "| k | 131,072 | 2 | 2 | 4 | 8 | math 7 |"]
     assert ns.main(["--parts", "HMMA", "0", f"k={tmp_path / 'k.csv'}"]) == 2
+
+
+REGIONS = [  # a first tile written out on its own (run 16384 times), then the loop (114688)
+    '"0x10","HMMA.16816.F32.BF16 R1, R2, R3, RZ","4","4","16384","0","0","4","0","4"',
+    '"0x20","HMMA.16816.F32.BF16 R5, R2, R4, R5","2","2","16384","2","0","0","0","0"',
+    '"0x30","HMMA.16816.F32.BF16 R1, R2, R3, RZ","9","9","114688","0","0","9","0","9"',
+    '"0x40","FMUL R6, R6, R7","1","1","114688","0","0","1","0","1"',
+    '"0x50","HMMA.16816.F32.BF16 R5, R2, R4, R5","3","3","114688","3","0","0","0","0"',
+    '"0x60","HMMA.16816.F32.BF16 R8, R2, R4, RZ","0","0","0","0","0","0","0","0"',  # never run: no region
+    '"0x70","HMMA.16816.F32.BF16 R9, R2, R4, RZ","0","0","0","0","0","0","0","0"',
+    '"0x80","HMMA.16816.F32.BF16 R1, R2, R3, RZ","6","6","16384","0","0","6","0","6"',  # odd, after: left out
+]
+
+
+def test_regions_in_address_order_never_run_and_odd_left_out(tmp_path, capsys):
+    write(tmp_path / "r.csv", REGIONS)
+    ins = ns.read_instructions(tmp_path / "r.csv")
+    assert ns.regions(ins, "HMMA") == [[0, 1], [2, 4], [7]]
+    left: list[str] = []
+    runs = ns.parts(ins, "HMMA", 2, left)
+    assert [(r.executed, r.index, r.span, r.stats.samples) for r in runs] == [
+        (16384, 1, 1, 4),
+        (16384, 2, 1, 2),
+        (114688, 1, 1, 9),
+        (114688, 2, 1, 3),
+    ]
+    assert left == ["1 HMMA run 16,384 times: not a multiple of 2"]
+    assert ns.main(["--parts", "HMMA", "2", f"k={tmp_path / 'r.csv'}"]) == 0
+    assert "left out 1 HMMA run 16,384 times" in capsys.readouterr().err
+    assert ns.main(["--parts", "FFMA", "2", f"k={tmp_path / 'r.csv'}"]) == 1
+    assert "no FFMA instruction that ran" in capsys.readouterr().err
+
+
+REAL = Path(__file__).resolve().parents[3] / "results/nvidia-h100/runs/step06-levers-d9b422e/call1/source-v0.csv.gz"
+
+
+def test_a_real_export():
+    """Step 06's kernel as Nsight Compute exported it (the run folder's README quotes these)."""
+    ins = ns.read_instructions(REAL)
+    t = ns.total(ns.by_opcode(ins))
+    assert (t.executed, t.samples, t.reasons["wait"]) == (190321408, 55511, 20031)
+    runs = ns.parts(ins, "HMMA", 2)
+    assert [(r.executed, r.count, r.span, r.stats.samples, r.stats.reasons["wait"]) for r in runs] == [
+        (131072, 128, 200, 10629, 4738),
+        (131072, 128, 153, 9144, 5757),
+    ]
