@@ -144,15 +144,22 @@ def read_instructions(path: Path) -> list[Instruction]:
     return out
 
 
+def _summed(items) -> OpcodeStats:
+    """Instructions (or opcodes' totals) summed."""
+    t = OpcodeStats()
+    for s in items:
+        t.executed += s.executed
+        t.samples += s.samples
+        t.reasons.update(s.reasons)
+    return t
+
+
 def by_opcode(instructions: list[Instruction]) -> dict[str, OpcodeStats]:
     """Opcode -> the totals of its instructions."""
-    out: dict[str, OpcodeStats] = {}
+    groups: dict[str, list[Instruction]] = {}
     for i in instructions:
-        s = out.setdefault(i.op, OpcodeStats())
-        s.executed += i.executed
-        s.samples += i.samples
-        s.reasons.update(i.reasons)
-    return out
+        groups.setdefault(i.op, []).append(i)
+    return {op: _summed(g) for op, g in groups.items()}
 
 
 def read_source(path: Path) -> dict[str, OpcodeStats]:
@@ -162,12 +169,7 @@ def read_source(path: Path) -> dict[str, OpcodeStats]:
 
 def total(stats: dict[str, OpcodeStats]) -> OpcodeStats:
     """Every opcode summed."""
-    t = OpcodeStats()
-    for s in stats.values():
-        t.executed += s.executed
-        t.samples += s.samples
-        t.reasons.update(s.reasons)
-    return t
+    return _summed(stats.values())
 
 
 def _cell(s: OpcodeStats | None, top: int) -> str:
@@ -195,11 +197,8 @@ def table(kernels: list[tuple[str, dict[str, OpcodeStats]]], top: int = 3, rows:
         lines.append(f"| {op} | " + " | ".join(_cell(k.get(op), top) for _, k in kernels) + " |")
     if len(ops) > rows:
         rest = ops[rows:]
-        lines.append(
-            f"| {len(rest)} others | "
-            + " | ".join(_cell(total({op: k[op] for op in rest if op in k}) if any(op in k for op in rest) else None, top) for _, k in kernels)
-            + " |"
-        )
+        sums = [_summed(k[op] for op in rest if op in k) if any(op in k for op in rest) else None for _, k in kernels]
+        lines.append(f"| {len(rest)} others | " + " | ".join(_cell(t, top) for t in sums) + " |")
     lines.append("| all | " + " | ".join(_cell(total(k), top) for _, k in kernels) + " |")
     return "\n".join(lines)
 
@@ -247,9 +246,7 @@ def parts(instructions: list[Instruction], op: str, k: int, left_out: list[str] 
         n = len(where) // k
         for part in range(k):
             chunk = where[part * n : (part + 1) * n]
-            out.append(
-                Run(executed, part + 1, n, chunk[-1] - chunk[0] + 1, by_opcode([instructions[a] for a in chunk])[op])
-            )
+            out.append(Run(executed, part + 1, n, chunk[-1] - chunk[0] + 1, _summed(instructions[a] for a in chunk)))
     return out
 
 
@@ -283,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("kernels", nargs="+", metavar="LABEL=SOURCE.csv[.gz]")
     ap.add_argument("--top", type=_positive, default=3, help="stall reasons shown per cell (default 3)")
     ap.add_argument("--rows", type=_positive, default=20, help="opcodes shown before the rest are summed (default 20)")
-    ap.add_argument("--parts", nargs=2, metavar=("OPCODE", "K"), help="cut OPCODE's instructions of each region into K runs")
+    ap.add_argument(
+        "--parts", nargs=2, metavar=("OPCODE", "K"), help="cut OPCODE's instructions of each region into K runs"
+    )
     args = ap.parse_args(argv)
     k = 0
     if args.parts is not None:

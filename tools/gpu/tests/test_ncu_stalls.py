@@ -74,7 +74,8 @@ def test_errors(tmp_path, capsys):
 
 
 def test_bad_exports_name_the_file(tmp_path, capsys):
-    (tmp_path / "nocol.csv").write_text(KERNEL + '"Address","Source","Instructions Executed"\n"0x10","FADD R1, R2, R3","5"\n')
+    no_samples = '"Address","Source","Instructions Executed"\n"0x10","FADD R1, R2, R3","5"\n'
+    (tmp_path / "nocol.csv").write_text(KERNEL + no_samples)
     assert ns.main([f"k={tmp_path / 'nocol.csv'}"]) == 1
     assert "nocol.csv: no column \"# Samples\"" in capsys.readouterr().err
     write(tmp_path / "word.csv", [ROWS[0].replace('"131072"', '"many"')])
@@ -114,7 +115,8 @@ def test_sorted_by_first_kernels_samples_then_the_rest(tmp_path, capsys):
     write(tmp_path / "b.csv", b)
     assert ns.main(["--rows", "4", "--top", "1", f"a={tmp_path / 'a.csv'}", f"b={tmp_path / 'b.csv'}"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split(" | ")[0] for line in lines[2:]] == ["| MUFU", "| HMMA", "| FADD", "| IMAD", "| 1 others", "| all"]
+    firsts = [line.split(" | ")[0] for line in lines[2:]]
+    assert firsts == ["| MUFU", "| HMMA", "| FADD", "| IMAD", "| 1 others", "| all"]
     assert lines[-2] == "| 1 others | – | – | – | 4 | 2 | wait 2 |"
     assert lines[-1] == "| all | 900,030 | 15 | short_sb 9 | 12 | 13 | wait 13 |"
 
