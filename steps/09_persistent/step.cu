@@ -57,8 +57,8 @@
 // the heaviest; and between two work tiles a consumer no longer works out indices (the
 // producer does) or waits on the LSE's arithmetic (it runs beside the last P V): about
 // 1,000-1,300 cycles less per work tile and consumer.
-// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 619.6 TFLOP/s
-// (results/nvidia-h200/step09.json, commit e1623c5).
+// Measured on an NVIDIA H200 (bf16, D = 128, N = 8192, non-causal): 621.6 TFLOP/s
+// (results/nvidia-h200/step09.json, commit e2474fd).
 // The chapter compares it with step 08 and with SDPA's cuDNN backend measured in the same
 // run and timed by the same loop: faster than step 08 at every point; at or above cuDNN at
 // all but four of the points the goal counts, and just short of it at those (D = 64 causal

@@ -109,7 +109,7 @@ SAME_RUN = "steps06-09-e1ddb9b"
 # step 06 and SDPA flash and cuDNN (same loop, same rotation), without steps 07-08, whose
 # code it does not change; its goal against cuDNN is judged on that run, its standing
 # against step 08 on SAME_RUN (the step 09 of e1ddb9b).
-STEP09_RUN = "step09-h200-table-e1623c5"
+STEP09_RUN = "step09-e2474fd"
 VERSUS = {"07": {"base": {"versus": "06", "goal": 1.2, "min_seqlen": 1024, "run": SAME_RUN},
                  "cudnn": {"versus": "sdpa-cudnn", "goal": None, "min_seqlen": 1024, "run": SAME_RUN}},
           # Step 08 against step 07 in the same run: the goal is set at bf16, D = 128,
