@@ -149,10 +149,13 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p, s
     bh = sec * section + r % pairs;
     m_tile = p.m_tiles - 1 - r / pairs;
   } else {
-    bh = blockIdx.x / p.m_tiles;
-    m_tile = blockIdx.x % p.m_tiles;
+    // 32-bit divisions: the launcher has checked that the blocks fit a grid, so these fit
+    const unsigned m_tiles = static_cast<unsigned>(p.m_tiles);
+    bh = blockIdx.x / m_tiles;
+    m_tile = blockIdx.x % m_tiles;
   }
-  const std::int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / (p.Hq / p.Hkv);
+  const unsigned Hq = static_cast<unsigned>(p.Hq), bh32 = static_cast<unsigned>(bh), h32 = bh32 % Hq;
+  const std::int64_t b = bh32 / Hq, h = h32, hk = h32 / (Hq / static_cast<unsigned>(p.Hkv));
   const std::int64_t m0 = m_tile * BLOCK_M;
   // [end:schedule]
   const T* q = p.q + b * p.q_stride[0] + h * p.q_stride[1] + m0 * p.q_stride[2];
@@ -313,18 +316,23 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p, s
   float inv_l[kSlots], lse[kSlots];
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) {
+    // l >= 1 in a row with a visible key (its maximum adds 2^0), so the one-instruction
+    // reciprocal and logarithm are accurate to a few ulps, without the range checks of 1 / l
+    // and log2f() (as step 09 does).
     const float l = tile::row_allreduce_sum(l_i[s]);
-    inv_l[s] = l > 0.0f ? 1.0f / l : 0.0f;
+    inv_l[s] = l > 0.0f ? __frcp_rn(l) : 0.0f;
     // LSE_i = ln(sum_j e^{scale S_ij}) = (m_i scale log2(e) + log2 l_i) ln 2
-    lse[s] = l > 0.0f ? (m_i[s] * p.scale_log2 + log2f(l)) * 0.69314718f : -INFINITY;
+    lse[s] = l > 0.0f ? (m_i[s] * p.scale_log2 + __log2f(l)) * 0.69314718f : -INFINITY;
   }
   // O goes out through shared memory, so that global stores are whole 16-byte rows: each warp
   // rounds its rows into its own rows of the Q tile (no other warp reads them), then copies.
   T* o_stage = Q_smem + warp * WARP_M * PITCH;
-  o_acc.for_each([&](int s, int row, int col, float x) {
-    o_stage[row * PITCH + col] = vendor::from_float<T>(x * inv_l[s]);
-    if (col == 0 && p.lse != nullptr && row0 + row < p.Nq) p.lse[bh * p.Nq + row0 + row] = lse[s];
-  });
+  o_acc.for_each([&](int s, int row, int col, float x) { o_stage[row * PITCH + col] = vendor::from_float<T>(x * inv_l[s]); });
+  if (p.lse != nullptr && OAcc::col(0) == 0) {  // the lanes that hold column 0 write their rows' LSE
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s)
+      if (row0 + OAcc::slot_row(s) < p.Nq) p.lse[bh * p.Nq + row0 + OAcc::slot_row(s)] = lse[s];
+  }
   __syncthreads();  // the staged rows are visible to every lane of the warp
   T* o = p.o + b * p.o_stride[0] + h * p.o_stride[1] + row0 * p.o_stride[2];
   tile::store_tile<WARP_M, HEAD_DIM, vendor::kWarpSize>(o, p.o_stride[2], p.Nq - row0, p.D, o_stage, PITCH,
