@@ -4,6 +4,7 @@ sampling per instruction, for one kernel or for several side by side.
 
     python3 tools/gpu/ncu_stalls.py [--rows N] [--top N] LABEL=SOURCE.csv[.gz] [LABEL=SOURCE.csv[.gz] ...]
     python3 tools/gpu/ncu_stalls.py --parts HMMA 2 [--top N] LABEL=SOURCE.csv[.gz] [...]
+    python3 tools/gpu/ncu_stalls.py --ends LDGSTS [--top N] LABEL=SOURCE.csv[.gz] [...]
 
 Each SOURCE is the per-instruction table of one profiled launch (profile one launch, e.g.
 ``--launch-count 1``), exported with ``ncu -i REPORT.ncu-rep --page source --csv --print-source
@@ -35,6 +36,19 @@ last, so a span much longer than the run means other work interleaved. Two loops
 equally often and follow one another are one region (profile a problem where they differ, e.g.
 a block of more than two tiles); a region whose count is not a multiple of K is left out, with a
 note on the standard error, and the tool exits with 1 when no region is left.
+
+``--ends OPCODE`` cuts the kernel into three parts in address order: ``start``, the instructions
+before the first OPCODE instruction that ran; ``end``, those after the last instruction that ran
+more than twice as often as the export's first one (which a warp runs once: the kernel's
+entry; code after a divergent branch can count twice), that is after the last loop;
+``middle``, the rest. For an attention kernel ``--ends LDGSTS`` gives the block's set-up before
+its first copy, everything from that copy to the end of its loop over the key tiles, and its
+epilogue. Profile a problem whose loop runs at least three times per block (at least four key
+tiles, for a kernel that peels its first tile off), or there is no end to find. Each part gets its instructions, the instructions
+executed (warp level), its samples, its share of the kernel's samples and the main reasons.
+Code the compiler placed after the kernel's exit (a subroutine) counts in ``end``. A kernel
+without an OPCODE that ran, without a loop, or whose loop ends before its first OPCODE, is
+named on the standard error, and the tool exits with 1.
 """
 from __future__ import annotations
 
@@ -265,6 +279,40 @@ def parts_table(kernels: list[tuple[str, list[Run]]], op: str, top: int = 3) -> 
     return "\n".join(lines)
 
 
+ENDS = ("start", "middle", "end")
+
+
+def ends(instructions: list[Instruction], first: str) -> list[tuple[str, int, OpcodeStats]] | None:
+    """(part, instructions, totals) for the three parts of ``--ends``: before the first @p first
+    instruction that ran, from it to the last instruction that ran more than twice as often as
+    the first instruction of the export, after that; None when there is no such @p first, no
+    such instruction, or the second comes before the first."""
+    if not instructions:
+        return None
+    once = 2 * instructions[0].executed
+    lo = next((a for a, i in enumerate(instructions) if i.op == first and i.executed > 0), None)
+    hi = next((a for a in range(len(instructions) - 1, -1, -1) if instructions[a].executed > once), None)
+    if lo is None or hi is None or hi < lo:
+        return None
+    cuts = [(0, lo), (lo, hi + 1), (hi + 1, len(instructions))]
+    return [(name, b - a, _summed(instructions[a:b])) for name, (a, b) in zip(ENDS, cuts)]
+
+
+def ends_table(kernels: list[tuple[str, list[tuple[str, int, OpcodeStats]]]], top: int = 3) -> str:
+    """The markdown table of ends(): one row per kernel and part."""
+    lines = [
+        "| kernel | part | instructions | executed | samples | share | main reasons |",
+        "|:--|:--|--:|--:|--:|--:|:--|",
+    ]
+    for label, rows in kernels:
+        everything = sum(t.samples for _, _, t in rows)
+        for name, count, t in rows:
+            share = f"{100 * t.samples / everything:.1f}%" if everything else "–"
+            why = ", ".join(f"{w} {n}" for w, n in t.reasons.most_common(top))
+            lines.append(f"| {label} | {name} | {count} | {t.executed:,} | {t.samples:,} | {share} | {why} |")
+    return "\n".join(lines)
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -280,9 +328,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("kernels", nargs="+", metavar="LABEL=SOURCE.csv[.gz]")
     ap.add_argument("--top", type=_positive, default=3, help="stall reasons shown per cell (default 3)")
     ap.add_argument("--rows", type=_positive, default=20, help="opcodes shown before the rest are summed (default 20)")
-    ap.add_argument(
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument(
         "--parts", nargs=2, metavar=("OPCODE", "K"), help="cut OPCODE's instructions of each region into K runs"
     )
+    mode.add_argument("--ends", metavar="OPCODE", help="the parts before the first OPCODE and after the last loop")
     args = ap.parse_args(argv)
     k = 0
     if args.parts is not None:
@@ -302,6 +352,17 @@ def main(argv: list[str] | None = None) -> int:
         except InputError as e:
             print(f"ncu_stalls.py: {e}", file=sys.stderr)
             return 1
+    if args.ends is not None:
+        cut = [(label, ends(ins, args.ends)) for label, ins in kernels]
+        for label, rows in cut:
+            if rows is None:
+                print(
+                    f"ncu_stalls.py: {label}: no {args.ends} that ran, followed by a loop (an instruction that ran"
+                    " more than twice as often as the first)",
+                    file=sys.stderr,
+                )
+        print(ends_table([(label, rows) for label, rows in cut if rows is not None], args.top))
+        return 0 if all(rows is not None for _, rows in cut) else 1
     if args.parts is None:
         print(table([(label, by_opcode(ins)) for label, ins in kernels], args.top, args.rows))
         return 0

@@ -3,6 +3,8 @@ import gzip
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ncu_stalls as ns  # noqa: E402
 
@@ -197,4 +199,61 @@ def test_a_real_export():
     assert [(r.executed, r.count, r.span, r.stats.samples, r.stats.reasons["wait"]) for r in runs] == [
         (131072, 128, 200, 10629, 4738),
         (131072, 128, 153, 9144, 5757),
+    ]
+
+
+ENDS = [  # a block run by 16384 warps: set-up, a loop of 4 tiles, a branch taken by half, the epilogue
+    '"0x10","LDC R1, c[0x0][0x28]","5","5","16384","0","0","5","0","5"',
+    '"0x20","IMAD R2, R3, R4, RZ","3","3","16384","0","0","2","1","2"',
+    '"0x30","LDGSTS.E.BYPASS.128 [R5], desc[UR4][R6.64]","2","2","16384","0","0","1","1","1"',
+    '"0x40","HMMA.16816.F32.BF16 R1, R2, R3, RZ","9","9","65536","0","0","9","0","9"',
+    '"0x50","LDGSTS.E.BYPASS.128 [R5], desc[UR4][R6.64]","4","4","65536","0","0","4","0","4"',
+    '"0x60","BRA 0x40","1","1","65536","0","0","0","1","0"',
+    '"0x70","MUFU.RCP R7, R8","6","6","16384","0","6","0","0","0"',
+    '"0x80","BSYNC B0","2","2","32768","0","0","2","0","2"',  # two paths meet: counted twice
+    '"0x90","STG.E.128 desc[UR4][R10.64], R12","3","3","16384","0","0","3","0","3"',
+    '"0xa0","EXIT","0","0","16384","0","0","0","0","0"',
+]
+
+
+def test_ends_cut_at_the_first_copy_and_the_last_loop(tmp_path):
+    write(tmp_path / "e.csv", ENDS)
+    cut = ns.ends(ns.read_instructions(tmp_path / "e.csv"), "LDGSTS")
+    assert [(name, count, t.executed, t.samples) for name, count, t in cut] == [
+        ("start", 2, 32768, 8),
+        ("middle", 4, 212992, 16),
+        ("end", 4, 81920, 11),
+    ]
+    assert cut[2][2].reasons == {"short_sb": 6, "wait": 5}
+    assert ns.ends(ns.read_instructions(tmp_path / "e.csv"), "LDSM") is None  # no such opcode
+
+
+def test_ends_table_and_cli(tmp_path, capsys):
+    write(tmp_path / "e.csv", ENDS)
+    assert ns.main(["--ends", "LDGSTS", "--top", "1", f"k={tmp_path / 'e.csv'}"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| kernel | part | instructions | executed | samples | share | main reasons |"
+    assert lines[2:] == [
+        "| k | start | 2 | 32,768 | 8 | 22.9% | wait 7 |",
+        "| k | middle | 4 | 212,992 | 16 | 45.7% | wait 14 |",
+        "| k | end | 4 | 81,920 | 11 | 31.4% | short_sb 6 |",
+    ]
+    write(tmp_path / "flat.csv", ENDS[:3] + ENDS[6:])  # no loop: nothing ran more than twice
+    assert ns.main(["--ends", "LDGSTS", f"k={tmp_path / 'e.csv'}", f"flat={tmp_path / 'flat.csv'}"]) == 1
+    captured = capsys.readouterr()
+    assert "flat: no LDGSTS that ran, followed by a loop" in captured.err
+    assert captured.out.splitlines()[2].startswith("| k | start |")
+    with pytest.raises(SystemExit) as both:  # --ends and --parts are two different tables
+        ns.main(["--ends", "LDGSTS", "--parts", "HMMA", "2", f"k={tmp_path / 'e.csv'}"])
+    assert both.value.code == 2
+    assert "not allowed with argument --ends" in capsys.readouterr().err
+
+
+def test_ends_of_a_real_export():
+    """Step 06's block start and end, as the chapter and the run folder's README quote them."""
+    cut = ns.ends(ns.read_instructions(REAL), "LDGSTS")
+    assert [(name, count, t.samples) for name, count, t in cut] == [
+        ("start", 354, 1127),
+        ("middle", 1612, 50822),
+        ("end", 2506, 3562),
     ]
