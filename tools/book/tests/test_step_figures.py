@@ -202,7 +202,8 @@ def test_step09_clock_figure_without_its_run(tmp_path):
 # must appear in the header (with the block index named `block`) and in the kernels' schedule
 # and early-exit snippets (with `blockIdx.x`), so that the figure cannot drift from the code.
 # Step 06 orders its causal blocks in L2 sections of heads (one section is step 05's order),
-# so it shares every expression but the causal map's two.
+# so it shares every expression but the causal map's two, and divides the full map's indices
+# in 32 bits (the same map: STEP06_FULL_MAP names its spelling).
 CAUSAL_MAP = [
     "{block} % BH",
     "p.m_tiles - 1 - static_cast<std::int64_t>({block} / BH)",
@@ -217,6 +218,11 @@ SCHEDULE_EXPRESSIONS = [
     "last_visible_key(p.mask, m0, p.Nq, p.Nk)",
     "(first_row_last_key + 1) / BLOCK_N",
 ]
+STEP06_FULL_MAP = {
+    "{block} / p.m_tiles": "{block} / m_tiles",
+    "{block} % p.m_tiles": "{block} % m_tiles",
+}
+STEP06_M_TILES = "const unsigned m_tiles = static_cast<unsigned>(p.m_tiles);"
 
 
 def _snippet(text: str, start: str, end: str) -> str:
@@ -231,4 +237,8 @@ def test_causal_schedule_restates_the_kernels_maps(step):
         assert expr.format(block="block") in header, f"causal_schedule.h lacks {expr.format(block='block')!r}"
         if step == "06_autotuned" and expr in CAUSAL_MAP:
             continue
+        if step == "06_autotuned":
+            expr = STEP06_FULL_MAP.get(expr, expr)
         assert expr.format(block="blockIdx.x") in kernel, f"step {step}'s schedule lacks {expr.format(block='blockIdx.x')!r}"
+    if step == "06_autotuned":
+        assert STEP06_M_TILES in kernel, f"step 06's schedule lacks {STEP06_M_TILES!r}"
