@@ -9,7 +9,7 @@
 //   - one new kernel variant joins the space, OVERLAP: S of tile j + 1 is computed before the
 //     softmax of tile j, so one warp can keep the tensor cores and the FP32 units busy at once
 //     (three K/V stages, two S accumulators); otherwise the kernel is step 05's but for the
-//     next two points
+//     next three points
 //   - causal blocks go heaviest first within sections of heads whose K and V fit in L2
 //     together, section after section, instead of heaviest first over every head at once
 //     (l2_sections.h): the blocks running together then read a few heads' K and V from L2
@@ -17,10 +17,10 @@
 //     (tile::pack_p), and the mask compares column offsets, not columns: ptxas then fits
 //     128 x 128 x 4 at D = 64, the shape most D = 64 problems run, without spilling
 //     (+0.5% to +5.4% on the H200 in an A/B, results/nvidia-h200/runs/step06-packed-p-cbf72b0/)
-//   - a block's start and end cost less: the full mask's indices are divided in 32 bits, and
-//     the epilogue takes 1 / l_i and log2 l_i in one instruction each and writes the LSE once
-//     per row (+0.4% to +3.6% up to N = 4096 on an H100, most at N = 512, in an A/B,
-//     results/nvidia-h100/runs/step06-ends-fade74f/)
+//   - a block's start and end cost less: the full mask's indices are divided in 32 bits, the
+//     epilogue takes log2 l_i in one instruction (lg2.approx) and writes the LSE once per row,
+//     after the loop over O (+0.4% to +3.6% up to N = 4096 on an H100, most at N = 512, in an
+//     A/B, results/nvidia-h100/runs/step06-ends-fade74f/)
 //   - a runtime tuner times every surviving shape once per key (device, dtype, head dim,
 //     causal, seqlen bucket) and caches its choice in JSON; without tuning, a table measured
 //     on the H200 and checked in (steps/06_autotuned/tuned/) or, elsewhere, step 05's fixed
@@ -320,11 +320,11 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p, s
   float inv_l[kSlots], lse[kSlots];
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) {
-    // l >= 1 in a row with a visible key (its maximum adds 2^0), so the one-instruction
-    // reciprocal and logarithm are accurate to a few ulps, without the range checks of 1 / l
-    // and log2f() (as step 09 does).
+    // l >= 1 in a row with a visible key (its maximum adds 2^0), where the one-instruction
+    // logarithm (lg2.approx) errs by at most 2^-22, and 2 ulps from l = 2 on: log2f() spends a
+    // dozen FFMAs and range checks on inputs l never takes (step 09 does the same).
     const float l = tile::row_allreduce_sum(l_i[s]);
-    inv_l[s] = l > 0.0f ? __frcp_rn(l) : 0.0f;
+    inv_l[s] = l > 0.0f ? 1.0f / l : 0.0f;
     // LSE_i = ln(sum_j e^{scale S_ij}) = (m_i scale log2(e) + log2 l_i) ln 2
     lse[s] = l > 0.0f ? (m_i[s] * p.scale_log2 + __log2f(l)) * 0.69314718f : -INFINITY;
   }
