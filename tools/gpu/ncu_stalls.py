@@ -37,18 +37,23 @@ equally often and follow one another are one region (profile a problem where the
 a block of more than two tiles); a region whose count is not a multiple of K is left out, with a
 note on the standard error, and the tool exits with 1 when no region is left.
 
-``--ends OPCODE`` cuts the kernel into three parts in address order: ``start``, the instructions
-before the first OPCODE instruction that ran; ``end``, those after the last instruction that ran
-more than twice as often as the export's first one (which a warp runs once: the kernel's
-entry; code after a divergent branch can count twice), that is after the last loop;
-``middle``, the rest. For an attention kernel ``--ends LDGSTS`` gives the block's set-up before
-its first copy, everything from that copy to the end of its loop over the key tiles, and its
-epilogue. Profile a problem whose loop runs at least three times per block (at least four key
-tiles, for a kernel that peels its first tile off), or there is no end to find. Each part gets its instructions, the instructions
-executed (warp level), its samples, its share of the kernel's samples and the main reasons.
-Code the compiler placed after the kernel's exit (a subroutine) counts in ``end``. A kernel
-without an OPCODE that ran, without a loop, or whose loop ends before its first OPCODE, is
-named on the standard error, and the tool exits with 1.
+``--ends OPCODE`` is for a kernel whose warps run a set-up, one loop and an epilogue, in that
+order in the code: steps 02-06 and FlashAttention-2, not a warp-specialised or persistent
+kernel (steps 07-09), whose epilogue runs once per work tile. It cuts the export's rows into
+three parts in address order: ``start``, the rows before the first OPCODE instruction that
+ran; ``end``, those after the last row that ran more than twice as often as the export's first
+row (which a warp runs once: the kernel's entry; code after a divergent branch can count
+twice), that is after the last loop; ``middle``, the rest. For an attention kernel ``--ends
+LDGSTS`` gives the block's set-up before its first copy, everything from that copy to the end
+of its loop over the key tiles, and its epilogue. Profile a problem whose loop runs at least
+three times per block (at least four key tiles, for a kernel that peels its first tile off),
+or there is no end to find. Each part gets its rows (SASS instructions, also those that never
+ran, such as another mask's code or slow paths), the instructions a warp executed there
+(``per warp``: executed over the entry's count), the instructions executed (warp level), its
+samples, its share of the kernel's samples and the main reasons. A kernel that cannot be cut
+so is named on the standard error with the reason (its first row never ran; no OPCODE, or none
+that ran; no loop; the loop ends before the first OPCODE; a loop before it), the others are
+tabled, and the tool exits with 1. ``--rows`` applies to the opcode table only.
 """
 from __future__ import annotations
 
@@ -282,34 +287,66 @@ def parts_table(kernels: list[tuple[str, list[Run]]], op: str, top: int = 3) -> 
 ENDS = ("start", "middle", "end")
 
 
-def ends(instructions: list[Instruction], first: str) -> list[tuple[str, int, OpcodeStats]] | None:
-    """(part, instructions, totals) for the three parts of ``--ends``: before the first @p first
-    instruction that ran, from it to the last instruction that ran more than twice as often as
-    the first instruction of the export, after that; None when there is no such @p first, no
-    such instruction, or the second comes before the first."""
+@dataclass
+class Part:
+    """One part of ``--ends``."""
+
+    name: str  # start, middle or end
+    rows: int  # rows of the export (SASS instructions, also those that never ran)
+    per_warp: float  # instructions a warp executed there: executed / the entry's count
+    stats: OpcodeStats
+
+
+def ends(instructions: list[Instruction], first: str) -> list[Part] | str:
+    """The three parts of ``--ends``: the rows before the first @p first instruction that ran,
+    from it to the last row that ran more than twice as often as the export's first row (the
+    kernel's entry, which a warp runs once), and after that. A string says why there is no such
+    cut: the entry never ran, @p first is not in the export or never ran, no row ran more than
+    twice (no loop), the loop ends before @p first, or a row before @p first ran more than twice
+    (a loop before it: the kernel is not set-up, one loop, epilogue in address order)."""
     if not instructions:
-        return None
-    once = 2 * instructions[0].executed
+        return "an export without instructions"
+    entry = instructions[0].executed
+    if entry == 0:
+        return "its first instruction never ran (not the kernel's entry?)"
+    if not any(i.op == first for i in instructions):
+        return f"no {first} in the export"
     lo = next((a for a, i in enumerate(instructions) if i.op == first and i.executed > 0), None)
-    hi = next((a for a in range(len(instructions) - 1, -1, -1) if instructions[a].executed > once), None)
-    if lo is None or hi is None or hi < lo:
-        return None
-    cuts = [(0, lo), (lo, hi + 1), (hi + 1, len(instructions))]
-    return [(name, b - a, _summed(instructions[a:b])) for name, (a, b) in zip(ENDS, cuts)]
+    if lo is None:
+        return f"no {first} that ran"
+    loop = [a for a, i in enumerate(instructions) if i.executed > 2 * entry]
+    if not loop:
+        return "no loop (no instruction ran more than twice as often as the first)"
+    if loop[-1] < lo:
+        return f"its last loop ends before the first {first}"
+    if loop[0] < lo:
+        before = sum(1 for a in loop if a < lo)
+        return (
+            f"{before} instructions before the first {first} ran more than twice as often as the first:"
+            " a loop before the cut (a warp-specialised or persistent kernel?)"
+        )
+    cuts = [(0, lo), (lo, loop[-1] + 1), (loop[-1] + 1, len(instructions))]
+    out = []
+    for name, (x, y) in zip(ENDS, cuts):
+        t = _summed(instructions[x:y])
+        out.append(Part(name, y - x, t.executed / entry, t))
+    return out
 
 
-def ends_table(kernels: list[tuple[str, list[tuple[str, int, OpcodeStats]]]], top: int = 3) -> str:
+def ends_table(kernels: list[tuple[str, list[Part]]], top: int = 3) -> str:
     """The markdown table of ends(): one row per kernel and part."""
     lines = [
-        "| kernel | part | instructions | executed | samples | share | main reasons |",
-        "|:--|:--|--:|--:|--:|--:|:--|",
+        "| kernel | part | rows | per warp | executed | samples | share | main reasons |",
+        "|:--|:--|--:|--:|--:|--:|--:|:--|",
     ]
-    for label, rows in kernels:
-        everything = sum(t.samples for _, _, t in rows)
-        for name, count, t in rows:
+    for label, parts_ in kernels:
+        everything = sum(p.stats.samples for p in parts_)
+        for p in parts_:
+            t = p.stats
             share = f"{100 * t.samples / everything:.1f}%" if everything else "–"
             why = ", ".join(f"{w} {n}" for w, n in t.reasons.most_common(top))
-            lines.append(f"| {label} | {name} | {count} | {t.executed:,} | {t.samples:,} | {share} | {why} |")
+            cells = [label, p.name, str(p.rows), f"{p.per_warp:,.0f}", f"{t.executed:,}", f"{t.samples:,}", share, why]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -327,13 +364,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("kernels", nargs="+", metavar="LABEL=SOURCE.csv[.gz]")
     ap.add_argument("--top", type=_positive, default=3, help="stall reasons shown per cell (default 3)")
-    ap.add_argument("--rows", type=_positive, default=20, help="opcodes shown before the rest are summed (default 20)")
+    ap.add_argument(
+        "--rows",
+        type=_positive,
+        default=20,
+        help="opcodes shown before the rest are summed (default 20; the opcode table only)",
+    )
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument(
         "--parts", nargs=2, metavar=("OPCODE", "K"), help="cut OPCODE's instructions of each region into K runs"
     )
     mode.add_argument("--ends", metavar="OPCODE", help="the parts before the first OPCODE and after the last loop")
     args = ap.parse_args(argv)
+    if args.ends is not None and not args.ends.strip():
+        ap.error("--ends needs an opcode, e.g. LDGSTS")
     k = 0
     if args.parts is not None:
         try:
@@ -354,15 +398,13 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     if args.ends is not None:
         cut = [(label, ends(ins, args.ends)) for label, ins in kernels]
-        for label, rows in cut:
-            if rows is None:
-                print(
-                    f"ncu_stalls.py: {label}: no {args.ends} that ran, followed by a loop (an instruction that ran"
-                    " more than twice as often as the first)",
-                    file=sys.stderr,
-                )
-        print(ends_table([(label, rows) for label, rows in cut if rows is not None], args.top))
-        return 0 if all(rows is not None for _, rows in cut) else 1
+        for label, got in cut:
+            if isinstance(got, str):
+                print(f"ncu_stalls.py: {label}: no cut at {args.ends}: {got}", file=sys.stderr)
+        done = [(label, got) for label, got in cut if not isinstance(got, str)]
+        if done:
+            print(ends_table(done, args.top))
+        return 0 if len(done) == len(cut) else 1
     if args.parts is None:
         print(table([(label, by_opcode(ins)) for label, ins in kernels], args.top, args.rows))
         return 0

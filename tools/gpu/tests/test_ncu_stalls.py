@@ -219,41 +219,75 @@ ENDS = [  # a block run by 16384 warps: set-up, a loop of 4 tiles, a branch take
 def test_ends_cut_at_the_first_copy_and_the_last_loop(tmp_path):
     write(tmp_path / "e.csv", ENDS)
     cut = ns.ends(ns.read_instructions(tmp_path / "e.csv"), "LDGSTS")
-    assert [(name, count, t.executed, t.samples) for name, count, t in cut] == [
-        ("start", 2, 32768, 8),
-        ("middle", 4, 212992, 16),
-        ("end", 4, 81920, 11),
+    assert [(p.name, p.rows, p.per_warp, p.stats.executed, p.stats.samples) for p in cut] == [
+        ("start", 2, 2.0, 32768, 8),
+        ("middle", 4, 13.0, 212992, 16),
+        ("end", 4, 5.0, 81920, 11),
     ]
-    assert cut[2][2].reasons == {"short_sb": 6, "wait": 5}
-    assert ns.ends(ns.read_instructions(tmp_path / "e.csv"), "LDSM") is None  # no such opcode
+    assert cut[2].stats.reasons == {"short_sb": 6, "wait": 5}
 
 
 def test_ends_table_and_cli(tmp_path, capsys):
     write(tmp_path / "e.csv", ENDS)
     assert ns.main(["--ends", "LDGSTS", "--top", "1", f"k={tmp_path / 'e.csv'}"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "| kernel | part | instructions | executed | samples | share | main reasons |"
+    assert lines[0] == "| kernel | part | rows | per warp | executed | samples | share | main reasons |"
     assert lines[2:] == [
-        "| k | start | 2 | 32,768 | 8 | 22.9% | wait 7 |",
-        "| k | middle | 4 | 212,992 | 16 | 45.7% | wait 14 |",
-        "| k | end | 4 | 81,920 | 11 | 31.4% | short_sb 6 |",
+        "| k | start | 2 | 2 | 32,768 | 8 | 22.9% | wait 7 |",
+        "| k | middle | 4 | 13 | 212,992 | 16 | 45.7% | wait 14 |",
+        "| k | end | 4 | 5 | 81,920 | 11 | 31.4% | short_sb 6 |",
     ]
     write(tmp_path / "flat.csv", ENDS[:3] + ENDS[6:])  # no loop: nothing ran more than twice
     assert ns.main(["--ends", "LDGSTS", f"k={tmp_path / 'e.csv'}", f"flat={tmp_path / 'flat.csv'}"]) == 1
     captured = capsys.readouterr()
-    assert "flat: no LDGSTS that ran, followed by a loop" in captured.err
+    assert "flat: no cut at LDGSTS: no loop" in captured.err
     assert captured.out.splitlines()[2].startswith("| k | start |")
     with pytest.raises(SystemExit) as both:  # --ends and --parts are two different tables
         ns.main(["--ends", "LDGSTS", "--parts", "HMMA", "2", f"k={tmp_path / 'e.csv'}"])
     assert both.value.code == 2
     assert "not allowed with argument --ends" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as empty:
+        ns.main(["--ends", " ", f"k={tmp_path / 'e.csv'}"])
+    assert empty.value.code == 2
+
+
+def test_ends_say_why_there_is_no_cut(tmp_path, capsys):
+    ins = ns.read_instructions
+    cases = {
+        "no LDSM in the export": ENDS,
+        "first instruction never ran": [ENDS[0].replace('"16384"', '"0"', 1)] + ENDS[1:],
+        "no LDGSTS that ran": [
+            r.replace('"16384"', '"0"').replace('"65536"', '"0"') if "LDGSTS" in r else r for r in ENDS
+        ],
+        "its last loop ends before the first LDGSTS": ENDS[:2] + ENDS[3:4] + ENDS[5:6] + ENDS[2:3] + ENDS[6:],
+        "1 instructions before the first LDGSTS ran more than twice": ENDS[:2] + ENDS[3:4] + ENDS[2:3] + ENDS[4:],
+    }
+    for i, (why, rows) in enumerate(cases.items()):
+        write(tmp_path / f"c{i}.csv", rows)
+        got = ns.ends(ins(tmp_path / f"c{i}.csv"), "LDSM" if why.startswith("no LDSM") else "LDGSTS")
+        assert isinstance(got, str) and why in got, (why, got)
+    assert ns.main(["--ends", "LDGSTS", f"x={tmp_path / 'c1.csv'}"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no kernel cut: no empty table
+    assert "x: no cut at LDGSTS: its first instruction never ran" in captured.err
 
 
 def test_ends_of_a_real_export():
     """Step 06's block start and end, as the chapter and the run folder's README quote them."""
     cut = ns.ends(ns.read_instructions(REAL), "LDGSTS")
-    assert [(name, count, t.samples) for name, count, t in cut] == [
-        ("start", 354, 1127),
-        ("middle", 1612, 50822),
-        ("end", 2506, 3562),
+    assert [(p.name, p.rows, round(p.per_warp), p.stats.samples) for p in cut] == [
+        ("start", 354, 217, 1127),
+        ("middle", 1612, 10787, 50822),
+        ("end", 2506, 612, 3562),
     ]
+
+
+STEP09_RUN = Path(__file__).resolve().parents[3] / "results/nvidia-h200/runs/step09-e2474fd"
+STEP09 = STEP09_RUN / "ncu/bf16_hd128_n8192_full.source.csv.gz"
+
+
+def test_ends_refuse_a_warp_specialised_kernel():
+    """Step 09's producer copies after the consumers' loop in address order: no set-up, loop, epilogue."""
+    got = ns.ends(ns.read_instructions(STEP09), "UTMALDG")
+    assert isinstance(got, str) and "a loop before the cut" in got
+    assert ns.ends(ns.read_instructions(STEP09), "LDGSTS") == "no LDGSTS in the export"
