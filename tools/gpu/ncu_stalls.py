@@ -191,11 +191,15 @@ def total(stats: dict[str, OpcodeStats]) -> OpcodeStats:
     return _summed(stats.values())
 
 
+def _reasons(s: OpcodeStats, top: int) -> str:
+    """The @p top largest stall reasons of @p s, "wait 85, selected 10"."""
+    return ", ".join(f"{r} {n}" for r, n in s.reasons.most_common(top))
+
+
 def _cell(s: OpcodeStats | None, top: int) -> str:
     if s is None:
         return "– | – | –"
-    why = ", ".join(f"{r} {n}" for r, n in s.reasons.most_common(top))
-    return f"{s.executed:,} | {s.samples:,} | {why}"
+    return f"{s.executed:,} | {s.samples:,} | {_reasons(s, top)}"
 
 
 def table(kernels: list[tuple[str, dict[str, OpcodeStats]]], top: int = 3, rows: int = 20) -> str:
@@ -277,7 +281,7 @@ def parts_table(kernels: list[tuple[str, list[Run]]], op: str, top: int = 3) -> 
     ]
     for label, runs in kernels:
         for r in runs:
-            why = ", ".join(f"{w} {n}" for w, n in r.stats.reasons.most_common(top))
+            why = _reasons(r.stats, top)
             lines.append(
                 f"| {label} | {r.executed:,} | {r.index} | {r.count} | {r.span} | {r.stats.samples:,} | {why} |"
             )
@@ -344,7 +348,7 @@ def ends_table(kernels: list[tuple[str, list[Part]]], top: int = 3) -> str:
         for p in parts_:
             t = p.stats
             share = f"{100 * t.samples / everything:.1f}%" if everything else "–"
-            why = ", ".join(f"{w} {n}" for w, n in t.reasons.most_common(top))
+            why = _reasons(t, top)
             cells = [label, p.name, str(p.rows), f"{p.per_warp:,.0f}", f"{t.executed:,}", f"{t.samples:,}", share, why]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
