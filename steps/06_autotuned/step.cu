@@ -17,10 +17,10 @@
 //     (tile::pack_p), and the mask compares column offsets, not columns: ptxas then fits
 //     128 x 128 x 4 at D = 64, the shape most D = 64 problems run, without spilling
 //     (+0.5% to +5.4% on the H200 in an A/B, results/nvidia-h200/runs/step06-packed-p-cbf72b0/)
-//   - a block's start and end cost less: the full mask's indices are divided in 32 bits, the
-//     epilogue takes log2 l_i in one instruction (lg2.approx) and writes the LSE once per row,
-//     after the loop over O (+0.4% to +3.6% up to N = 4096 on an H100, most at N = 512, in an
-//     A/B, results/nvidia-h100/runs/step06-ends-fade74f/)
+//   - a block's start and end cost less: the (batch, head) and KV head indices are divided in
+//     32 bits, and the epilogue takes log2 l_i in one instruction (lg2.approx) and writes the
+//     LSE once per row, after the loop over O (+0.4% to +3.6% up to N = 4096 on an H100, most
+//     at N = 512, in an A/B, results/nvidia-h100/runs/step06-ends-fade74f/)
 //   - a runtime tuner times every surviving shape once per key (device, dtype, head dim,
 //     causal, seqlen bucket) and caches its choice in JSON; without tuning, a table measured
 //     on the H200 and checked in (steps/06_autotuned/tuned/) or, elsewhere, step 05's fixed
