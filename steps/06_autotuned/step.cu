@@ -187,7 +187,8 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p, s
     tile::load_tile_async<BLOCK_N, HEAD_DIM, Cfg::kThreads>(V_smem + stage * BLOCK_N * PITCH, PITCH,
                                                             v + n0 * p.v_stride[2], p.v_stride[2], p.Nk - n0, p.D);
   };
-  tile::load_tile_async<BLOCK_M, HEAD_DIM, Cfg::kThreads>(Q_smem, PITCH, q, p.q_stride[2], p.Nq - m0, p.D);
+  if (n_tiles > 0)  // a block that sees no key writes zeros and needs no Q (the epilogue says why)
+    tile::load_tile_async<BLOCK_M, HEAD_DIM, Cfg::kThreads>(Q_smem, PITCH, q, p.q_stride[2], p.Nq - m0, p.D);
 #pragma unroll
   for (int j = 0; j < STAGES - 1; ++j) {
     if (j < n_tiles) load_kv(j);
@@ -311,22 +312,30 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p, s
     // [end:overlap]
   }
   // [end:split_loop]
-  tile::wait_pending<0>();  // nothing may still be landing when the block exits...
-  __syncthreads();          // ...nor in Q's rows, which the epilogue reuses (and no warp still reads them)
+  tile::wait_pending<0>();  // nothing may still be landing when the block exits
+  // No barrier: the epilogue reuses this warp's rows of the Q tile, which no other warp reads,
+  // so a warp that is done goes on without waiting for the others. Q, copied by every warp,
+  // has landed: the first tile's wait and barrier saw to it (a block with no tile copies none).
   // [end:online_softmax]
 
   // [start:epilogue]
   // Deferred normalisation: O_i = o_acc / l_i; a row with no visible key (l_i = 0) gets 0.
-  float inv_l[kSlots], lse[kSlots];
+  // Every row's sum first, then 1 / l and the logarithm of every row, without a branch: with
+  // a branch per row (l > 0 ? 1 / l : 0, and 1 / l's own slow path) the rows' shuffles and
+  // reciprocals ran one row after the other.
+  float l[kSlots], inv_l[kSlots], lse[kSlots];
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) l[s] = tile::row_allreduce_sum(l_i[s]);
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) {
-    // l >= 1 in a row with a visible key (its maximum adds 2^0), where the one-instruction
-    // logarithm (lg2.approx) errs by at most 2^-22, and 2 ulps from l = 2 on: log2f() spends a
-    // dozen FFMAs and range checks on inputs l never takes (step 09 does the same).
-    const float l = tile::row_allreduce_sum(l_i[s]);
-    inv_l[s] = l > 0.0f ? 1.0f / l : 0.0f;
+    // l >= 1 in a row with a visible key (its maximum adds 2^0): there the one-instruction
+    // reciprocal is 1 ulp off at most, and the one-instruction logarithm 2^-22 (2 ulps from
+    // l = 2 on), where 1.0f / l branches to a slow path and log2f() spends a dozen FFMAs and
+    // range checks on inputs l never takes.
+    const float rcp = tile::rcp_approx(l[s]), log2_l = tile::log2_approx(l[s]);  // +inf, -inf at l = 0: unused
+    inv_l[s] = l[s] > 0.0f ? rcp : 0.0f;
     // LSE_i = ln(sum_j e^{scale S_ij}) = (m_i scale log2(e) + log2 l_i) ln 2
-    lse[s] = l > 0.0f ? (m_i[s] * p.scale_log2 + __log2f(l)) * 0.69314718f : -INFINITY;
+    lse[s] = l[s] > 0.0f ? (m_i[s] * p.scale_log2 + log2_l) * 0.69314718f : -INFINITY;
   }
   // O goes out through shared memory, so that global stores are whole 16-byte rows: each warp
   // rounds its rows into its own rows of the Q tile (no other warp reads them), then copies.
@@ -337,7 +346,7 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p, s
     for (int s = 0; s < kSlots; ++s)
       if (row0 + OAcc::slot_row(s) < p.Nq) p.lse[bh * p.Nq + row0 + OAcc::slot_row(s)] = lse[s];
   }
-  __syncthreads();  // the staged rows are visible to every lane of the warp
+  tile::sync_warp();  // the staged rows are visible to every lane of the warp
   T* o = p.o + b * p.o_stride[0] + h * p.o_stride[1] + row0 * p.o_stride[2];
   tile::store_tile<WARP_M, HEAD_DIM, vendor::kWarpSize>(o, p.o_stride[2], p.Nq - row0, p.D, o_stage, PITCH,
                                                         threadIdx.x % vendor::kWarpSize);

@@ -109,6 +109,7 @@ __device__ __forceinline__ float exp2_approx(float x) {
 /// True on every lane when @p p is true on any lane of the warp.
 __device__ __forceinline__ bool warp_any(bool p) { return __any_sync(0xffffffffu, p); }
 
+
 // [introduced:04b] shared-space addresses
 /// Shared-memory address of @p p for the PTX shared state space.
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
@@ -374,6 +375,31 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const PackedP<T, ROWS, K
   const std::uint32_t v_base =
       smem_addr(sV + FLASHSTEPS_LDMATRIX_TRANS_B_ROW(lane) * pitch + FLASHSTEPS_LDMATRIX_TRANS_B_COL(lane));
   mma_AB_at<D, T, KEYS>(o, p, [&](int kk, int j) { return v_base + 2 * (16 * kk * pitch + 16 * j); });
+}
+
+// [introduced:06] the epilogue: a warp's barrier, reciprocal and logarithm
+/// Orders every lane's shared-memory writes before the shared-memory reads that follow on any
+/// lane of the same warp: a barrier for one warp, not the block.
+/// Source: CUDA C++ Programming Guide, "Synchronization Functions" (`__syncwarp`).
+__device__ __forceinline__ void sync_warp() { __syncwarp(); }
+
+/// 1 / x in one instruction (`rcp.approx.ftz.f32`: MUFU.RCP, at most 1 ulp off; +inf at 0).
+/// 1.0f / x is correctly rounded and branches to a slow path for very large or very small x,
+/// a branch per row that keeps the rows of the epilogue from running side by side.
+/// Source: PTX ISA, "Floating Point Instructions: rcp.approx.ftz.f32".
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/// log2(x) in one instruction (`lg2.approx.ftz.f32`: MUFU.LG2, absolute error at most 2^-22
+/// on [0.5, 2], relative error 2^-22 elsewhere; -inf at 0, subnormal inputs read as 0).
+/// Source: PTX ISA, "Floating Point Instructions: lg2".
+__device__ __forceinline__ float log2_approx(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
 }
 
 // [introduced:10] the swizzled layout

@@ -110,6 +110,7 @@ __device__ __forceinline__ float exp2_approx(float x) { return exp2f(x); }
 /// True on every lane when @p p is true on any lane of the wavefront.
 __device__ __forceinline__ bool warp_any(bool p) { return __any(p); }
 
+
 /// 16 bytes global -> LDS (through registers: the copy completes before this returns);
 /// zeros instead when @p in_bounds is false. L2_LINE (NVIDIA's whole-line L2 fetch) has no
 /// counterpart here and changes nothing.
@@ -289,6 +290,23 @@ __device__ __forceinline__ void mma_AB(Acc<ROWS, D>& o, const PackedP<T, ROWS, K
       for (int i = 0; i < ROWS / 16; ++i) mfma_16x16x16<T>(o.x[i][j], vt, p.a[i][kk]);
     }
 }
+
+// [introduced:06] the epilogue: a wavefront's barrier, reciprocal and logarithm
+/// Orders every lane's LDS writes before the LDS reads that follow on any lane of the same
+/// wavefront: wavefront-scope release and acquire fences around a wavefront barrier (ROCm 5.2
+/// has no __syncwarp).
+/// Source: LLVM, "User Guide for AMDGPU Backend", "Memory Scopes" (`wavefront`).
+__device__ __forceinline__ void sync_warp() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
+
+/// 1 / x in one instruction (v_rcp_f32, 1 ulp).
+__device__ __forceinline__ float rcp_approx(float x) { return __builtin_amdgcn_rcpf(x); }
+
+/// log2(x) (v_log_f32 with the device library's handling of subnormal inputs).
+__device__ __forceinline__ float log2_approx(float x) { return __log2f(x); }
 
 // [introduced:04a] the end of the namespace
 }  // namespace flashsteps::tile
