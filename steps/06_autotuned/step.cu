@@ -313,9 +313,11 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p, s
   }
   // [end:split_loop]
   tile::wait_pending<0>();  // nothing may still be landing when the block exits
-  // No barrier: the epilogue reuses this warp's rows of the Q tile, which no other warp reads,
-  // so a warp that is done goes on without waiting for the others. Q, copied by every warp,
-  // has landed: the first tile's wait and barrier saw to it (a block with no tile copies none).
+  // The epilogue reuses this warp's rows of the Q tile, which no other warp reads: a barrier of
+  // the warp (its lanes are done reading them), not of the block, so a warp that is done goes
+  // on without waiting for the others. Q, copied by every warp, has landed: the first tile's
+  // wait and barrier saw to it (a block with no tile copies none).
+  tile::sync_warp();
   // [end:online_softmax]
 
   // [start:epilogue]
