@@ -20,7 +20,10 @@
 //   - a block's start and end cost less: the (batch, head) and KV head indices are divided in
 //     32 bits, and the epilogue takes log2 l_i in one instruction (lg2.approx) and writes the
 //     LSE once per row, after the loop over O (+0.4% to +3.6% up to N = 4096 on an H100, most
-//     at N = 512, in an A/B, results/nvidia-h100/runs/step06-ends-fade74f/)
+//     at N = 512, in an A/B, results/nvidia-h100/runs/step06-ends-fade74f/); then 1 / l_i in
+//     one instruction too, every row without a branch, and a barrier of the warp, not the
+//     block, before the epilogue and before its stores (+1.5% to +2.4% at D = 64 up to
+//     N = 4096 on an H100, -0.9% to +1.0% elsewhere, results/nvidia-h100/runs/step06-ends3-3ca9239/)
 //   - a runtime tuner times every surviving shape once per key (device, dtype, head dim,
 //     causal, seqlen bucket) and caches its choice in JSON; without tuning, a table measured
 //     on the H200 and checked in (steps/06_autotuned/tuned/) or, elsewhere, step 05's fixed
