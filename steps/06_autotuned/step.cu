@@ -23,7 +23,8 @@
 //     at N = 512, in an A/B, results/nvidia-h100/runs/step06-ends-fade74f/); then 1 / l_i in
 //     one instruction too, every row without a branch, and a barrier of the warp, not the
 //     block, before the epilogue and before its stores (+1.5% to +2.4% at D = 64 up to
-//     N = 4096 on an H100, -0.9% to +1.0% elsewhere, results/nvidia-h100/runs/step06-ends3-3ca9239/)
+//     N = 4096 on an H100 but -0.9% at causal N = 1024, -1.6% to +1.0% elsewhere,
+//     results/nvidia-h100/runs/step06-ends3-3ca9239/)
 //   - a runtime tuner times every surviving shape once per key (device, dtype, head dim,
 //     causal, seqlen bucket) and caches its choice in JSON; without tuning, a table measured
 //     on the H200 and checked in (steps/06_autotuned/tuned/) or, elsewhere, step 05's fixed
@@ -334,9 +335,10 @@ __global__ void __launch_bounds__(Cfg::kThreads) attention_kernel(Params<T> p, s
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) {
     // l >= 1 in a row with a visible key (its maximum adds 2^0): there the one-instruction
-    // reciprocal is 1 ulp off at most, and the one-instruction logarithm 2^-22 (2 ulps from
-    // l = 2 on), where 1.0f / l branches to a slow path and log2f() spends a dozen FFMAs and
-    // range checks on inputs l never takes.
+    // reciprocal is 1 ulp off at most, and the one-instruction logarithm 2^-22 (absolute below
+    // l = 2, relative from l = 2 on), where 1.0f / l branches to a slow path and log2f() spends
+    // a dozen FFMAs and range checks on inputs l never takes (NVIDIA; on AMD v_rcp_f32, 1 ulp,
+    // and the device library's log2).
     const float rcp = tile::rcp_approx(l[s]), log2_l = tile::log2_approx(l[s]);  // +inf, -inf at l = 0: unused
     inv_l[s] = l[s] > 0.0f ? rcp : 0.0f;
     // LSE_i = ln(sum_j e^{scale S_ij}) = (m_i scale log2(e) + log2 l_i) ln 2

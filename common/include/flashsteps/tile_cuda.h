@@ -109,7 +109,6 @@ __device__ __forceinline__ float exp2_approx(float x) {
 /// True on every lane when @p p is true on any lane of the warp.
 __device__ __forceinline__ bool warp_any(bool p) { return __any_sync(0xffffffffu, p); }
 
-
 // [introduced:04b] shared-space addresses
 /// Shared-memory address of @p p for the PTX shared state space.
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
@@ -394,7 +393,7 @@ __device__ __forceinline__ float rcp_approx(float x) {
 }
 
 /// log2(x) in one instruction (`lg2.approx.ftz.f32`: MUFU.LG2, absolute error at most 2^-22
-/// on [0.5, 2], relative error 2^-22 elsewhere; -inf at 0, subnormal inputs read as 0).
+/// on (0.5, 2), relative error 2^-22 elsewhere; -inf at 0, subnormal inputs read as 0).
 /// Source: PTX ISA, "Floating Point Instructions: lg2".
 __device__ __forceinline__ float log2_approx(float x) {
   float y;

@@ -110,7 +110,6 @@ __device__ __forceinline__ float exp2_approx(float x) { return exp2f(x); }
 /// True on every lane when @p p is true on any lane of the wavefront.
 __device__ __forceinline__ bool warp_any(bool p) { return __any(p); }
 
-
 /// 16 bytes global -> LDS (through registers: the copy completes before this returns);
 /// zeros instead when @p in_bounds is false. L2_LINE (NVIDIA's whole-line L2 fetch) has no
 /// counterpart here and changes nothing.
