@@ -47,11 +47,13 @@ done
 # memcheck (out-of-bounds and misaligned accesses) and initcheck (reads of uninitialised
 # device memory) from step 01 on, racecheck (shared-memory hazards) and synccheck (barriers and
 # warp-synchronous operations used wrongly) from step 02 on; the race subset includes every
-# configuration of step 06 (EveryConfiguration) and every shape of step 09 on a problem of
-# several work tiles per block (EveryShape, 830 rows), where step 09's blocks hand work tiles
-# over through shared memory. FLASHSTEPS_<TOOL>=0 skips a tool.
+# configuration of step 06 (EveryConfiguration) on two problems, one with more keys than
+# queries and one with more queries (bottom-right, so the 64-row shapes have blocks that see
+# no key and copy no Q), and every shape of step 09 on a problem of several work tiles per
+# block (EveryShape, 830 rows), where step 09's blocks hand work tiles over through shared
+# memory. FLASHSTEPS_<TOOL>=0 skips a tool.
 memcheck_filter="${FLASHSTEPS_MEMCHECK_FILTER:-*nq17_nk100*:*nq257_nk130*:*packed_qkv*:*hq32_hkv8*}"
-racecheck_filter="${FLASHSTEPS_RACECHECK_FILTER:-*nq130_nk257*bf16*:*nq17_nk100*:*EveryConfiguration*nq130_nk257*:*EveryShape*_nq830_nk830_*}"
+racecheck_filter="${FLASHSTEPS_RACECHECK_FILTER:-*nq130_nk257*bf16*:*nq17_nk100*:*EveryConfiguration*nq130_nk257*:*EveryConfiguration*nq257_nk130*:*EveryShape*_nq830_nk830_*}"
 sanitize() {
   local tool=$1 enabled=$2 filter=$3 first=$4 t name
   command -v compute-sanitizer > /dev/null && [ "$enabled" = 1 ] || return 0
