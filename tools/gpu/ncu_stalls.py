@@ -60,6 +60,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
+import os
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -426,4 +427,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        # The reader stopped early (`| head`): as the Python documentation's note on SIGPIPE
+        # says, point stdout at devnull so that the interpreter's final flush does not raise too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

@@ -291,3 +291,23 @@ def test_ends_refuse_a_warp_specialised_kernel():
     got = ns.ends(ns.read_instructions(STEP09), "UTMALDG")
     assert isinstance(got, str) and "a loop before the cut" in got
     assert ns.ends(ns.read_instructions(STEP09), "LDGSTS") == "no LDGSTS in the export"
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    """`ncu_stalls.py ... | head -1`: the table is longer than what the reader takes."""
+    import subprocess
+
+    path = tmp_path / "k.csv"
+    many = [f'"0x{16 * i:x}","OP{i} R1, R2","1","1","32","0","0","1","0","1"' for i in range(1, 5001)]
+    write(path, many)  # 5000 opcodes: a table far larger than the pipe's buffer
+    script = Path(__file__).resolve().parents[1] / "ncu_stalls.py"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--rows", "100000", f"a={path}", f"b={path}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away, as `head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
