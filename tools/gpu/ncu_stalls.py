@@ -428,9 +428,11 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     try:
-        sys.exit(main())
+        status = main()
+        sys.stdout.flush()  # a reader that has gone makes this raise here, inside the try
     except BrokenPipeError:
         # The reader stopped early (`| head`): as the Python documentation's note on SIGPIPE
         # says, point stdout at devnull so that the interpreter's final flush does not raise too.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
+    sys.exit(status)

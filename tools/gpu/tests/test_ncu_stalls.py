@@ -311,3 +311,26 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 1
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_a_reader_gone_before_a_short_table_gets_no_traceback(tmp_path):
+    """A table that fits the pipe's buffer, buffered stdout, and a reader already gone: the
+    broken pipe shows only at the final flush."""
+    import os
+    import subprocess
+
+    path = tmp_path / "k.csv"
+    write(path, ROWS)
+    script = Path(__file__).resolve().parents[1] / "ncu_stalls.py"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run(
+            [sys.executable, str(script), f"a={path}"], stdout=w, stderr=subprocess.PIPE, env=env, timeout=60
+        )
+    finally:
+        os.close(w)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
