@@ -1,5 +1,7 @@
 """tools/gpu/ncu_stalls.py on hand-made Nsight Compute source-page exports."""
 import gzip
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -7,6 +9,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import ncu_stalls as ns  # noqa: E402
+
+SCRIPT = Path(__file__).resolve().parents[1] / "ncu_stalls.py"
 
 HEADER = (
     '"Address","Source","Warp Stall Sampling (All Samples)","# Samples","Instructions Executed",'
@@ -295,14 +299,11 @@ def test_ends_refuse_a_warp_specialised_kernel():
 
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     """`ncu_stalls.py ... | head -1`: the table is longer than what the reader takes."""
-    import subprocess
-
     path = tmp_path / "k.csv"
     many = [f'"0x{16 * i:x}","OP{i} R1, R2","1","1","32","0","0","1","0","1"' for i in range(1, 5001)]
     write(path, many)  # 5000 opcodes: a table far larger than the pipe's buffer
-    script = Path(__file__).resolve().parents[1] / "ncu_stalls.py"
     proc = subprocess.Popen(
-        [sys.executable, str(script), "--rows", "100000", f"a={path}", f"b={path}"],
+        [sys.executable, str(SCRIPT), "--rows", "100000", f"a={path}", f"b={path}"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -316,18 +317,14 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
 def test_a_reader_gone_before_a_short_table_gets_no_traceback(tmp_path):
     """A table that fits the pipe's buffer, buffered stdout, and a reader already gone: the
     broken pipe shows only at the final flush."""
-    import os
-    import subprocess
-
     path = tmp_path / "k.csv"
     write(path, ROWS)
-    script = Path(__file__).resolve().parents[1] / "ncu_stalls.py"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     r, w = os.pipe()
     os.close(r)
     try:
         proc = subprocess.run(
-            [sys.executable, str(script), f"a={path}"], stdout=w, stderr=subprocess.PIPE, env=env, timeout=60
+            [sys.executable, str(SCRIPT), f"a={path}"], stdout=w, stderr=subprocess.PIPE, env=env, timeout=60
         )
     finally:
         os.close(w)
