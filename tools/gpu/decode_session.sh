@@ -133,7 +133,7 @@ phase() {
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
   timeout 30 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu --format=csv
-  nvcc --version 2> /dev/null | tail -2
+  timeout 30 nvcc --version 2> /dev/null | tail -2
   echo "build: $build ($(strings "$build/bin/bench_step10" 2> /dev/null | grep -m1 -xE '[0-9a-f]{12}(-dirty)?'))"
   echo "host: $(nproc) CPU cores"
 } > "$work/device.txt" 2>&1

@@ -5,7 +5,11 @@
 # synccheck) on a subset, then the
 # benchmark of every step. Logs and JSON go to OUTDIR, packed as OUTDIR.tar.gz at the end.
 #   tools/gpu/gpu_session.sh [BUILD_DIR] [OUTDIR] [extra ./bench arguments...]
+# Every command that can touch the GPU runs under `timeout`, so a hung kernel or driver call
+# ends its phase, not the session: the short queries (nvcc, nvidia-smi, PyTorch's device
+# probes) after FLASHSTEPS_PROBE_TIMEOUT seconds (60), the others after their own limits below.
 set -uo pipefail
+probe="${FLASHSTEPS_PROBE_TIMEOUT:-60}"
 build="${1:-build/cuda}"
 outdir="${2:-gpu-session}"
 shift 2 2>/dev/null || shift $#
@@ -13,10 +17,10 @@ mkdir -p "$outdir"
 export LD_LIBRARY_PATH="$build/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
-  timeout 30 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu --format=csv
-  nvcc --version | tail -2
+  timeout "$probe" nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,temperature.gpu --format=csv
+  timeout "$probe" nvcc --version | tail -2
 } > "$outdir/device.txt" 2>&1
-timeout 30 nvidia-smi -q > "$outdir/nvidia-smi-q.txt" 2>&1
+timeout "$probe" nvidia-smi -q > "$outdir/nvidia-smi-q.txt" 2>&1
 cat "$outdir/device.txt"
 status=0
 # FLASHSTEPS_TEST_STEPS="04 05" limits the GPU tests (and sanitizers) to those steps.
@@ -70,13 +74,14 @@ sanitize memcheck "${FLASHSTEPS_MEMCHECK:-1}" "$memcheck_filter" 01
 sanitize initcheck "${FLASHSTEPS_INITCHECK:-1}" "$memcheck_filter" 01
 sanitize racecheck "${FLASHSTEPS_RACECHECK:-1}" "$racecheck_filter" 02
 sanitize synccheck "${FLASHSTEPS_SYNCCHECK:-1}" "$racecheck_filter" 02
-# Roofline ceilings: fp32 FMA rate and copy bandwidth (ours), dense bf16 GEMM (PyTorch, optional).
+# Roofline ceilings: fp32 FMA rate and copy bandwidth (ours), dense bf16 GEMM (PyTorch, optional),
+# each bounded by FLASHSTEPS_CEILINGS_TIMEOUT seconds (300).
 if [ "${FLASHSTEPS_CEILINGS:-1}" = 1 ]; then
   if [ -x "$build/bin/ceilings" ]; then
-    "$build/bin/ceilings" "$outdir/ceilings.json" > "$outdir/ceilings.log" 2>&1 || status=1
+    timeout "${FLASHSTEPS_CEILINGS_TIMEOUT:-300}" "$build/bin/ceilings" "$outdir/ceilings.json" > "$outdir/ceilings.log" 2>&1 || status=1
     cat "$outdir/ceilings.log"
   fi
-  python3 tools/ceilings/gemm_ceiling.py "$outdir/gemm_ceiling.json" > "$outdir/gemm_ceiling.log" 2>&1 && cat "$outdir/gemm_ceiling.log"
+  timeout "${FLASHSTEPS_CEILINGS_TIMEOUT:-300}" python3 tools/ceilings/gemm_ceiling.py "$outdir/gemm_ceiling.json" > "$outdir/gemm_ceiling.log" 2>&1 && cat "$outdir/gemm_ceiling.log"
 fi
 # DRAM and L2 traffic of each step on one shape (bf16, D = 128, N = 4096, non-causal), with
 # the clocks left alone (--clock-control none). Only the correctness run's launches are profiled.
@@ -122,8 +127,9 @@ if [ "${FLASHSTEPS_CLOCKS:-1}" = 1 ] && command -v nvidia-smi > /dev/null; then
 fi
 # PyTorch SDPA on the same problems, in the same run (FLASHSTEPS_SDPA_ARGS: arguments of
 # tools/baselines/sdpa_bench.py, e.g. "--dtype bf16"); needs torch, skipped without it.
-if [ -n "${FLASHSTEPS_SDPA_ARGS+set}" ] && python3 -c 'import torch' 2> /dev/null; then
-  gpu_slug=$(python3 -c 'import torch, re; print(re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()).strip("-"))')
+if [ -n "${FLASHSTEPS_SDPA_ARGS+set}" ] && timeout "$probe" python3 -c 'import torch' 2> /dev/null; then
+  gpu_slug=$(timeout "$probe" python3 -c 'import torch, re; print(re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()).strip("-"))')
+  [ -n "$gpu_slug" ] || { echo "PyTorch named no GPU within $probe s"; gpu_slug=unknown-gpu; status=1; }
   # The commit the benchmarks were built from (a copied tree's .git may be stale).
   commit=$(strings "$(ls "$build"/bin/bench_step* | head -1)" 2> /dev/null | grep -m1 -xE '[0-9a-f]{12}(-dirty)?')
   mark start sdpa
