@@ -373,6 +373,42 @@ TEST_F(BadInput, MissingWorkspace) {
   if (step::workspace_bytes(a) == 0) GTEST_SKIP() << "this step needs no workspace";
   expect_rejected("workspace");
 }
+// Step 01's workspace is its N x N matrix: a caller allocates workspace_bytes() before the
+// call (the Python module does), so a call the step refuses must not ask for one, and a size
+// past 64 bits must be refused, not wrapped around to a small one.
+TEST_F(BadInput, NoWorkspaceForAHeadDimBeyondTheStep) {
+  if (step::info().index != 1) GTEST_SKIP() << "only step 01 keeps an N x N matrix";
+  for (TensorView* t : {&a.q, &a.k, &a.v, &a.o}) t->shape[3] = 1000, t->stride[2] = 1000;
+  EXPECT_EQ(step::workspace_bytes(a), 0u);
+  expect_rejected("head_dim");
+}
+TEST_F(BadInput, WorkspacePast64BitsIsRefused) {
+  if (step::info().index != 1) GTEST_SKIP() << "only step 01 keeps an N x N matrix";
+  // 2^20 query heads of 2^20 rows against 2^40 keys broadcast from one row (stride 0): every
+  // tensor's own size fits 64 bits, B * Hq * Nq * Nk = 2^80 does not.
+  constexpr std::int64_t kRows = std::int64_t{1} << 20, kKeys = std::int64_t{1} << 40;
+  for (TensorView* t : {&a.q, &a.o}) {
+    t->shape[1] = t->shape[2] = kRows, t->shape[0] = 1;
+    t->stride[2] = 64, t->stride[1] = 64 * kRows, t->stride[0] = 64 * kRows * kRows;
+  }
+  a.q.data = reinterpret_cast<void*>(std::uintptr_t{1} << 50);  // q and o 2^47 bytes each, apart
+  a.o.data = reinterpret_cast<void*>(std::uintptr_t{1} << 52);
+  for (TensorView* t : {&a.k, &a.v}) {
+    t->shape[0] = t->shape[1] = 1, t->shape[2] = kKeys;
+    t->stride[0] = t->stride[1] = t->stride[2] = 0;
+  }
+  for (auto call : {+[](const AttentionArgs& x) { (void)step::workspace_bytes(x); },
+                    +[](const AttentionArgs& x) { step::attention_forward(x, nullptr); }}) {
+    try {
+      call(a);
+      ADD_FAILURE() << "accepted a workspace of 2^82 bytes";
+    } catch (const Unsupported& e) {
+      EXPECT_NE(std::string(e.what()).find("B * Hq * Nq * Nk = 1 * 1048576 * 1048576 * 1099511627776"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
 
 }  // namespace
 }  // namespace flashsteps

@@ -11,6 +11,7 @@
 
 #include "flashsteps/attention.h"
 #include "flashsteps/compare.h"
+#include "flashsteps/dispatch.h"
 #include "flashsteps/host_dtype.h"
 #include "flashsteps/problem.h"
 
@@ -87,6 +88,22 @@ TEST(Validate, EmptyTensorsMayHaveNullData) {
   AttentionArgs no_keys = valid_args();
   no_keys.k.shape[2] = no_keys.v.shape[2] = 0;
   EXPECT_FALSE(is_empty(no_keys));  // rows exist: they must be written as fully masked
+}
+
+// An empty K/V cache as NumPy and PyTorch export it: every stride 0 (NumPy 2) and an address
+// that need not be aligned. Nothing of it is read, so neither the contract nor the
+// tensor-core steps' copy rules apply to it.
+TEST(Validate, EmptyTensorsHaveNoStrideOrAlignmentRule) {
+  AttentionArgs a = valid_args();
+  for (TensorView* t : {&a.k, &a.v}) {
+    t->shape[2] = 0;
+    t->stride[0] = t->stride[1] = t->stride[2] = t->stride[3] = 0;
+    t->data = static_cast<char*>(t->data) + 2;  // 2-byte aligned only
+  }
+  EXPECT_EQ(error_of(a), "");
+  EXPECT_NO_THROW(check_tensor_core_args(a, "step 04"));
+  a.k.shape[2] = a.v.shape[2] = 16;  // the same views with keys: now they are read
+  EXPECT_NE(error_of(a).find("k.stride[3] (head_dim stride) = 0 must be 1"), std::string::npos) << error_of(a);
 }
 
 TEST(Masks, BothCausalAlignmentsOnARectangle) {

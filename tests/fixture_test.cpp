@@ -53,6 +53,22 @@ TEST(Fixture, MalformedHeadersNameTheField) {
       "layers": 1, "heads": 1, "seqlen": 2, "head_dim": 2, "softmax_scale": 0.7, "causal": false, "bin": "bad.bin"})";
   std::ofstream(dir / "bad.bin") << "short";
   EXPECT_NE(error_for(header).find("bytes; the header's shape needs 24"), std::string::npos);
+  auto with = [](std::string h, const std::string& from, const std::string& to) {
+    h.replace(h.find(from), from.size(), to);
+    return h;
+  };
+  // A scale float32 cannot hold as a positive number is named as written.
+  for (const char* scale : {"-1", "0", "1e-50", "1e+300"})
+    EXPECT_NE(error_for(with(header, "0.7", scale)).find(std::string("\"softmax_scale\" = ") + scale),
+              std::string::npos)
+        << scale << ": " << error_for(with(header, "0.7", scale));
+  // A shape whose element count wraps around 64 bits (2^62 * 4 * 2 * 2 = 2^66, i.e. 0) must
+  // not be taken for the empty file it would otherwise match.
+  std::ofstream(dir / "empty.bin").flush();
+  const std::string huge = with(header, "\"layers\": 1, \"heads\": 1", "\"layers\": 4611686018427387904, \"heads\": 4");
+  const std::string wraps = with(huge, "bad.bin", "empty.bin");
+  EXPECT_NE(error_for(wraps).find("layers * heads * seqlen * head_dim is too large"), std::string::npos)
+      << error_for(wraps);
   EXPECT_NE(load_qkv_fixture(default_fixture_path()).model, "");
 }
 

@@ -64,6 +64,8 @@ void check_view(const char* name, const TensorView& t) {
       fail(s.str());
     }
   }
+  for (int d = 0; d < 4; ++d)
+    if (t.shape[d] == 0) return;  // empty: nothing is read or written, no stride or address matters
   if (t.shape[3] > 1 && t.stride[3] != 1) {
     std::ostringstream s;
     s << name << ".stride[3] (head_dim stride) = " << t.stride[3] << " must be 1";
@@ -73,7 +75,6 @@ void check_view(const char* name, const TensorView& t) {
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   std::int64_t elems = 1, last = 0;
   for (int d = 0; d < 4; ++d) {
-    if (t.shape[d] == 0) return;  // empty: nothing is read or written
     if (elems > kMax / t.shape[d] || (t.shape[d] - 1 > 0 && t.stride[d] > (kMax - last) / (t.shape[d] - 1))) {
       std::ostringstream s;
       s << name << ".shape/.stride: the tensor's size or largest offset exceeds 64-bit indexing";

@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "flashsteps/host_dtype.h"
 
@@ -47,7 +49,14 @@ QkvFixture load_qkv_fixture(const std::string& json_path) {
   f.heads = field<std::int64_t>(j, "heads", json_path);
   f.seqlen = field<std::int64_t>(j, "seqlen", json_path);
   f.head_dim = field<std::int64_t>(j, "head_dim", json_path);
-  f.softmax_scale = field<float>(j, "softmax_scale", json_path);
+  // Read in double, so that a value float32 cannot hold is reported as written, not as 0 or inf.
+  const double scale = field<double>(j, "softmax_scale", json_path);
+  if (!(scale > 0.0 && scale <= std::numeric_limits<float>::max() && static_cast<float>(scale) > 0.0f)) {
+    std::ostringstream s;
+    s << json_path << ": field \"softmax_scale\" = " << scale << " must be finite and positive in float32";
+    throw InvalidArgument(s.str());
+  }
+  f.softmax_scale = static_cast<float>(scale);
   f.causal = field<bool>(j, "causal", json_path);
   if (j.contains("provenance") && j["provenance"].contains("model"))
     f.model = j["provenance"]["model"].get<std::string>();
@@ -57,7 +66,16 @@ QkvFixture load_qkv_fixture(const std::string& json_path) {
   const fs::path bin = fs::path(json_path).parent_path() / field<std::string>(j, "bin", json_path);
   std::ifstream data(bin, std::ios::binary);
   if (!data) throw InvalidArgument("fixture data " + bin.string() + " cannot be opened");
-  const std::size_t per_tensor = static_cast<std::size_t>(f.layers * f.heads * f.seqlen * f.head_dim);
+  // Elements per tensor, checked so that a huge header cannot wrap around to the file's size.
+  constexpr std::int64_t kMaxElems = std::numeric_limits<std::int64_t>::max() / (3 * 2);  // Q, K, V of 2 bytes
+  std::int64_t elems = 1;
+  for (const std::int64_t n : {f.layers, f.heads, f.seqlen, f.head_dim}) {
+    if (elems > kMaxElems / n)
+      throw InvalidArgument(json_path + ": layers * heads * seqlen * head_dim is too large (Q, K and V of that many " +
+                            "float16 elements exceed 64-bit sizes)");
+    elems *= n;
+  }
+  const std::size_t per_tensor = static_cast<std::size_t>(elems);
   const std::uintmax_t expected = 3 * per_tensor * sizeof(std::uint16_t);
   if (fs::file_size(bin) != expected)
     throw InvalidArgument("fixture data " + bin.string() + " has " + std::to_string(fs::file_size(bin)) +

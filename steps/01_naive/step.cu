@@ -20,6 +20,7 @@
 // stride of the contract. Needs workspace_bytes(args) of device scratch for S/P.
 // Chapter: book/steps/01_naive.md
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "flashsteps/step.h"
@@ -128,9 +129,22 @@ void copy_strides(std::int64_t (&dst)[3], const TensorView& t) {
 
 }  // namespace
 
+// S/P: B * Hq * Nq * Nk floats. A call attention_forward() refuses (its head_dim) needs none
+// here, so a caller that allocates this before the call gets the call's own error, not a size;
+// a product past 64 bits is refused here (it would wrap around to a small size).
 std::size_t workspace_bytes(const AttentionArgs& args) {
-  return static_cast<std::size_t>(args.batch() * args.heads_q() * args.seqlen_q() * args.seqlen_k()) *
-         sizeof(float);
+  if (args.head_dim() > kMaxHeadDim) return 0;
+  constexpr std::int64_t kMaxElems = std::numeric_limits<std::int64_t>::max() / std::int64_t{sizeof(float)};
+  std::int64_t elems = 1;
+  for (const std::int64_t n : {args.batch(), args.heads_q(), args.seqlen_q(), args.seqlen_k()}) {
+    if (n <= 0) return 0;  // empty, or no key: nothing to score (validate() refuses a negative size)
+    if (elems > kMaxElems / n)
+      throw Unsupported("step 01: its S/P matrix of B * Hq * Nq * Nk = " + std::to_string(args.batch()) + " * " +
+                        std::to_string(args.heads_q()) + " * " + std::to_string(args.seqlen_q()) + " * " +
+                        std::to_string(args.seqlen_k()) + " floats exceeds 64-bit sizes");
+    elems *= n;
+  }
+  return static_cast<std::size_t>(elems) * sizeof(float);
 }
 
 StepInfo info() { return {1, "naive", "three kernels; S and P round-trip through global memory", 8192}; }

@@ -79,8 +79,9 @@ struct AttentionArgs {
   /// exactly as given (it is not re-rounded or clamped).
   std::optional<float> softmax_scale;
   Mask mask = Mask::none;  ///< which keys each query row sees
-  /// Device scratch memory for steps that need it (only step 01, for the S/P matrix);
-  /// its size must be at least the step's workspace_bytes(args).
+  /// Device scratch memory for steps that need it (step 01's S/P matrix, step 09's tile
+  /// counter, step 10's split partials); its size must be at least the step's
+  /// workspace_bytes(args).
   void* workspace = nullptr;
   std::size_t workspace_size = 0;  ///< bytes available at @ref workspace
 
