@@ -6,7 +6,8 @@
 // strides as they are, so a BSHD tensor seen as [B, H, N, D] (x.transpose(1, 2)) is used in
 // place. The Python layer (flashsteps/__init__.py) allocates the outputs in the caller's
 // framework and picks the stream; this file checks what the contract cannot express (where
-// a tensor lives, its rank and element type), fills AttentionArgs and calls the step. The
+// a tensor lives, its rank and element type, whether an output is writable, whether float32
+// holds the scale given as a double), fills AttentionArgs and calls the step. The
 // contract's own checks (validate(), and each step's Unsupported) run inside the step.
 //
 // Errors: flashsteps::Unsupported -> NotImplementedError, InvalidArgument -> ValueError,
@@ -16,6 +17,8 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <sstream>
@@ -93,6 +96,40 @@ void check_tensor(const char* field, const Array& a) {
   check_device(field, a.device_type(), a.device_id());
 }
 
+// An output (o) must be writable: a read-only export (a NumPy array with writeable=False, a
+// JAX array) would make nanobind refuse the whole call with its signature dump, naming no
+// field. Checked after check_tensor(), so a read-only flag is the only thing left to refuse.
+void check_writable(const char* field, nb::handle tensor) {
+  OutArray writable;
+  if (!nb::try_cast(tensor, writable, /*convert=*/false))
+    throw InvalidArgument(std::string(field) + ": tensor is read-only, but the step writes its output there: "
+                                               "pass a writable tensor");
+}
+
+// @p value as the shortest text that reads back as the same double (1e-50, not the
+// 1.0000000000000001e-50 of 17 digits), so a message shows the number the caller passed.
+std::string shortest_text(double value) {
+  char text[32];
+  const std::to_chars_result r = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, r.ptr);
+}
+
+// The softmax scale as the caller gave it (a double), before it becomes the float32 the
+// steps compute with: a scale that float32 cannot hold would reach validate() as 0 or inf,
+// and its message would show that instead of the caller's number.
+float scale_of(double scale) {
+  const float as_float = static_cast<float>(scale);
+  std::string problem;
+  if (!(std::isfinite(scale) && scale > 0.0))
+    problem = " must be finite and positive";
+  else if (as_float == 0.0f)
+    problem = " underflows float32, the type the steps compute in (it would become 0)";
+  else if (std::isinf(as_float))
+    problem = " overflows float32, the type the steps compute in (it would become inf)";
+  if (!problem.empty()) throw InvalidArgument("scale = " + shortest_text(scale) + problem);
+  return as_float;
+}
+
 template <typename Array>
 TensorView view_of(const char* field, const Array& a, int device) {
   check_tensor(field, a);
@@ -161,7 +198,7 @@ AttentionArgs args_of(const InArray& q, const InArray& k, const InArray& v, cons
   a.v = view_of("v", v, device);
   a.o = view_of("o", o, device);
   a.mask = mask_from(mask);
-  if (scale) a.softmax_scale = static_cast<float>(*scale);
+  if (scale) a.softmax_scale = scale_of(*scale);
   if (lse) a.lse = lse_of(*lse, a, device);
   return a;
 }
@@ -236,6 +273,13 @@ NB_MODULE(_flashsteps, m) {
       nb::arg("array"),
       "Raises ValueError naming FIELD unless ARRAY is a 4-d float16/bfloat16/float32 tensor on a device of "
       "this backend.");
+  m.def(
+      "check_writable", [](const char* field, nb::handle tensor) { check_writable(field, tensor); },
+      nb::arg("field"), nb::arg("tensor"),
+      "Raises ValueError naming FIELD when TENSOR (which passed check_tensor) is exported read-only.");
+  m.def(
+      "check_scale", [](double scale) { scale_of(scale); }, nb::arg("scale"),
+      "Raises ValueError naming SCALE unless it is finite and positive and stays so in float32.");
   m.def("forward", &forward, nb::arg("step"), nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("o"),
         nb::arg("lse").none(), nb::arg("workspace").none(), nb::arg("mask"), nb::arg("scale").none(),
         nb::arg("stream"),

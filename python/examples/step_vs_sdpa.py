@@ -8,20 +8,26 @@ Makes a GQA problem in the BSHD layout a model keeps its activations in, calls t
 SDPA on the same [B, H, N, D] views, and prints each one's error against float64 and its time.
 """
 
+from __future__ import annotations
+
 import argparse
 import math
-
-import torch
-from torch.nn.functional import scaled_dot_product_attention as sdpa
-
-import flashsteps
+import sys
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--step", type=int, default=flashsteps.steps()[-1].index)
+    ap.add_argument("--step", type=int, default=None, help="the step to run (default: the last one built)")
     ap.add_argument("--seqlen", type=int, default=4096)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)  # before any import of torch: --help and a bad flag need none
+    try:
+        import torch
+        from torch.nn.functional import scaled_dot_product_attention as sdpa
+    except ImportError:
+        print("error: PyTorch is not installed here; step_vs_sdpa.py needs a CUDA or ROCm build of torch",
+              file=sys.stderr)
+        return 2
+    import flashsteps
 
     # [start:inputs]
     # Activations as a model holds them: [B, N, H, D] (BSHD), bf16; 32 query heads share
@@ -68,7 +74,8 @@ def main() -> None:
         t = ms(fn)
         print(f"{name}: {t:.3f} ms, {flops / t / 1e9:.0f} TFLOP/s")
     # [end:time]
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

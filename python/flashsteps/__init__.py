@@ -67,7 +67,8 @@ def steps() -> list[StepInfo]:
 
 
 def _check_tensors(named: list[tuple[str, Any]]) -> None:
-    """TypeError for a non-tensor, then ValueError for a bad rank, dtype or device."""
+    """TypeError for a non-tensor, then ValueError for a bad rank, dtype or device, or for an
+    output ``o`` exported read-only."""
     for name, x in named:
         if not hasattr(x, "__dlpack__"):
             raise TypeError(f"{name}: expected a tensor that implements __dlpack__ (PyTorch, CuPy, "
@@ -78,6 +79,25 @@ def _check_tensors(named: list[tuple[str, Any]]) -> None:
         except TypeError as exc:  # __dlpack__ raised, or exported something nanobind cannot take
             raise TypeError(f"{name}: its __dlpack__ export is not a tensor flashsteps can read "
                             f"({type(x).__name__}: {str(exc).splitlines()[0]})") from None
+        if name == "o":
+            _ext.check_writable(name, x)  # else nanobind refuses forward() naming no field
+
+
+def _check_scale(scale: Any) -> float | None:
+    """The scale as the float passed on, or ValueError naming it: one float64 cannot hold
+    (an int like 10**400), or one float32 cannot (module.cpp's check: 1e-50, 1e300, nan, -1)."""
+    if scale is None:
+        return None
+    try:
+        value = float(scale)
+    except OverflowError:
+        text = repr(scale)
+        if isinstance(scale, numbers.Integral) and len(text) > 24:  # 10**400: not 401 digits
+            text = f"{text[:12]}... ({len(str(abs(int(scale))))} digits)"
+        raise ValueError(f"scale = {text} overflows float64 (and float32, the type the steps "
+                         f"compute in)") from None
+    _ext.check_scale(value)
+    return value
 
 
 def _torch_of(x: Any):
@@ -129,13 +149,14 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
             ``j <= i + Nk - Nq``, FlashAttention's convention; ``True`` means this);
             ``"top_left"`` (``j <= i``, PyTorch's ``is_causal=True``). They agree when
             Nq == Nk. A query row that sees no key gets O = 0 and LSE = -inf.
-        scale: softmax scale; default ``1 / sqrt(D)``. Used as given (as float32).
+        scale: softmax scale; default ``1 / sqrt(D)``. Used as given (as float32): finite and
+            positive, also once in float32 (not 1e-50, which is 0 there, nor 1e300).
         return_lse: also return the log-sum-exp (natural log) of each query row.
-        out: optional output ``[B, Hq, Nq, D]`` of q's dtype and device, written in place
-            (any strides with a unit head_dim stride). Default: a new tensor like q (same
+        out: optional output ``[B, Hq, Nq, D]`` of q's dtype and device, writable, written in
+            place (any strides with a unit head_dim stride). Default: a new tensor like q (same
             layout for PyTorch tensors).
-        stream: the stream to enqueue on, as an int handle; default: the current PyTorch
-            stream of q's device for torch tensors, else 0 (the default stream).
+        stream: the stream to enqueue on, as an int handle (``0 <= stream < 2**64``); default:
+            the current PyTorch stream of q's device for torch tensors, else 0 (the default stream).
 
     Returns:
         O ``[B, Hq, Nq, D]`` (q's framework, dtype and device), or ``(O, LSE)`` with LSE a
@@ -146,8 +167,10 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
         TypeError: an argument is not a DLPack tensor, or step, stream, scale or return_lse
             is not of its type (an int, an int, a real number, a bool).
         ValueError: a tensor is on the CPU or another device, is not 4-d, has another dtype,
-            the shapes or strides break the contract, or the step is not built (the message
-            names the field: ``q.shape[3]``, ``k.stride[2]``, ``o`` for ``out``, ...).
+            the shapes or strides break the contract, ``out`` is read-only, the step is not
+            built, the scale is not a finite positive float32 or the stream not a 64-bit handle
+            (the message names the field: ``q.shape[3]``, ``k.stride[2]``, ``o`` for ``out``,
+            ``scale``, ``stream``, ...).
         NotImplementedError: the step does not implement this case (dtype, head_dim, GPU).
         RuntimeError: a launch or runtime call failed.
     """
@@ -173,6 +196,9 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
         raise TypeError(f"scale = {scale!r}: expected a real number or None")
     if stream is not None and (isinstance(stream, bool) or not isinstance(stream, numbers.Integral)):
         raise TypeError(f"stream = {stream!r}: expected an int stream handle or None")
+    if stream is not None and not 0 <= stream < 2**64:  # a cudaStream_t/hipStream_t is an address
+        raise ValueError(f"stream = {stream}: a stream handle is an address, 0 <= stream < 2**64")
+    scale = _check_scale(scale)
     torch = _torch_of(q)
     returned_out = out  # the caller's own tensor object is what comes back (result is out)
     if torch is not None:  # PyTorch exports no tensor that requires grad; the step only reads them
@@ -182,10 +208,10 @@ def attention(q: Any, k: Any, v: Any, *, step: int | None = None,
     _check_tensors([("q", q), ("k", k), ("v", v)] + ([("o", out)] if out is not None else []))
     if stream is None:
         stream = torch.cuda.current_stream(q.device).cuda_stream if torch is not None else 0
+    stream = int(stream)
     o = out if out is not None else _empty_like(q, tuple(q.shape), "like_q")
     result = returned_out if returned_out is not None else o
     lse = _empty_like(q, tuple(q.shape[:3]), "float32") if return_lse else None
-    scale = None if scale is None else float(scale)
     need = _ext.forward(step, q, k, v, o, lse, None, mask, scale, stream)
     if need:  # a workspace (step 01: its S/P matrix, 09: its tile counter, 10: the split partials): allocate it and call again
         workspace = _empty_like(q, (need,), "bytes")

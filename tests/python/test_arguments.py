@@ -102,6 +102,14 @@ def test_module_exports_only_its_entry_point():
     ({"scale": "0.1"}, TypeError, r"^scale = '0\.1': expected a real number"),
     ({"stream": "x"}, TypeError, r"^stream = 'x': expected an int stream handle"),
     ({"stream": 1.5}, TypeError, r"^stream = 1\.5: expected an int stream handle"),
+    ({"stream": -1}, ValueError, r"^stream = -1: a stream handle is an address, 0 <= stream < 2\*\*64$"),
+    ({"stream": 2**64}, ValueError, r"^stream = 18446744073709551616: a stream handle is an address"),
+    ({"stream": 2**70}, ValueError, r"^stream = 1180591620717411303424: a stream handle is an address"),
+    ({"scale": 10**400}, ValueError, r"^scale = 100000000000\.\.\. \(401 digits\) overflows float64 \(and float32"),
+    ({"scale": 1e-50}, ValueError, r"^scale = 1e-50 underflows float32, the type the steps compute in \(it would become 0\)$"),
+    ({"scale": 1e300}, ValueError, r"^scale = 1e\+300 overflows float32, the type the steps compute in \(it would become inf\)$"),
+    ({"scale": float("nan")}, ValueError, r"^scale = nan must be finite and positive$"),
+    ({"scale": -0.125}, ValueError, r"^scale = -0\.125 must be finite and positive$"),
 ])
 def test_bad_arguments_are_named_before_the_tensors_are_looked_at(kwargs, error, text):
     # CPU arrays would fail the tensor checks: the argument's own error must come first.
@@ -113,3 +121,30 @@ def test_an_export_nanobind_cannot_take_names_the_field():
     structured = np.zeros((1, 2, 8, 16), dtype=[("a", np.float16), ("b", np.float16)])
     with pytest.raises(TypeError, match=r"^q: its __dlpack__ export is not a tensor flashsteps can read"):
         flashsteps.attention(structured, arr(), arr())
+
+
+@pytest.mark.parametrize("kwargs", [{"stream": 2**64 - 1}, {"stream": 0}, {"scale": 1e-45}, {"scale": 3.4e38}])
+def test_arguments_at_their_limits_reach_the_tensor_checks(kwargs):
+    # The largest 64-bit handle; the smallest float32 subnormal and a scale just below
+    # float32's largest finite number: none is refused by its own check.
+    with pytest.raises(ValueError, match=r"^q: tensor is on CPU"):
+        flashsteps.attention(arr(), arr(), arr(), **kwargs)
+
+
+@pytest.mark.parametrize("scale,text", [(1e-50, "1e-50 underflows float32"), (1e300, r"1e\+300 overflows float32"),
+                                        (-1.0, "-1 must be finite and positive")])
+def test_module_names_the_scale_as_given(on_device, scale, text):
+    """The compiled module's own check, on tensors that pass theirs (they claim a GPU), shows the
+    double it got, not its float32 (0 or inf). Nothing launches: the scale is refused first."""
+    x = on_device()
+    with pytest.raises(ValueError, match=rf"^scale = {text}"):
+        flashsteps._ext.forward(flashsteps.steps()[-1].index, x, x, x, on_device(), None, None, "none", scale, 0)
+
+
+def test_read_only_out_is_refused_naming_it(on_device):
+    x = on_device()
+    with pytest.raises(ValueError, match=r"^o: tensor is read-only, but the step writes its output there: "
+                                         r"pass a writable tensor$"):
+        flashsteps.attention(x, x, x, out=on_device(writeable=False))
+    flashsteps._ext.check_tensor("o", x)  # the same array, writable, passes as a GPU tensor ...
+    flashsteps._ext.check_writable("o", x)  # ... and as an output: only the read-only flag was refused
