@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown table of FlashSteps TFLOPS from the results JSON.
 
-    python3 tools/results/results_table.py results                      # print it
+    python3 tools/results/results_table.py results                      # print it (N = 8192)
     python3 tools/results/results_table.py results --update README.md   # rewrite in place
     python3 tools/results/results_table.py results --check README.md    # exit 1 if stale
     python3 tools/results/results_table.py results --step 03            # one step, every N
@@ -28,7 +28,9 @@ and, in brackets, the time per call. A split sweep's entries (``.../splits:<N>``
 
 With ``--step NN`` the table is one step's instead: a row per sequence length, a column per
 (head_dim, mask), each cell the step's TFLOPS and its speed-up over the previous measured
-step (``--versus`` picks another), then the fixture benchmarks.  ``--baselines`` adds, for
+step (``--versus`` picks another; it must be measured wherever the step is), then the fixture
+benchmarks. NN is a step of steps/ (3 is 03, as in ``make step3``) or of the results (a baseline); a
+step not measured yet gets a "not measured" table, any other NN is an error.  ``--baselines`` adds, for
 each baseline measured on that GPU, a column per (head_dim, mask) with the baseline's
 TFLOPS and, in brackets, the step's TFLOPS as a share of it. A step with decode-set results
 also gets one decode table per (head_dim, Hkv) it measured in the dtype: the step's TB/s and
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 import sys
 from pathlib import Path
 
@@ -48,6 +51,26 @@ import flashsteps_results as fr  # noqa: E402
 
 BEGIN = "<!-- results-table:begin -->"
 END = "<!-- results-table:end -->"
+# The sequence length of the full table: the README's (its Results section says "at N = 8192",
+# the longest size every step runs).
+DEFAULT_SEQLEN = 8192
+# The project's steps are its folders steps/NN_slug/ (step.cu inside), as the book reads them.
+STEPS_DIR = Path(__file__).resolve().parents[2] / "steps"
+STEP_DIR_RE = re.compile(rf"({fr.STEP_ID_RE.pattern})_[a-z0-9_]+")
+
+
+def project_steps(steps_dir: Path = STEPS_DIR) -> set[str] | None:
+    """The step ids of the project's step folders (01, 04a, ...); None without the folder
+    (the tool copied elsewhere), where any well-formed id is taken."""
+    if not steps_dir.is_dir():
+        return None
+    return {m[1] for d in steps_dir.iterdir()
+            if (m := STEP_DIR_RE.fullmatch(d.name)) and (d / "step.cu").is_file()}
+
+
+def normalise_step(step: str) -> str:
+    """A step id as the folders spell it: "3" (the make target's step3) is "03", "4a" "04a"."""
+    return f"0{step}" if re.fullmatch(r"\d[a-z]?", step) else step
 
 
 def _cell(rec: fr.Record | None, notes: list[str]) -> str:
@@ -170,7 +193,7 @@ def gpu_table(records: list[fr.Record], dtype: str, head_dims: list[int],
 
 
 def make_table(records: list[fr.Record], dtype: str = "bf16", head_dims=(64, 128),
-               masks=("full", "causal"), seqlen: int = 16384,
+               masks=("full", "causal"), seqlen: int = DEFAULT_SEQLEN,
                decode: tuple[str, int, int] = ("bf16", 128, 8)) -> str:
     """The whole Markdown block (all GPUs), ending with a newline; ``decode`` is the
     (dtype, D, Hkv) of the decode table of a GPU with decode-set results."""
@@ -372,21 +395,68 @@ def splice(text: str, table: str, where: str = "file") -> str:
     return "".join(lines[:b + 1]) + table + "".join(lines[e:])
 
 
+def step_arg_error(records: list[fr.Record], step: str, versus: str | None,
+                   steps_dir: Path = STEPS_DIR) -> str | None:
+    """What is wrong with ``--step``/``--versus`` (argparse's wording), or None.
+
+    A step is an id of the project's step folders or one in the results (a baseline such as
+    sdpa-cudnn, a synthetic tree's step); without the folders any well-formed id (04a) is. A
+    project step that nothing measured yet is fine: its table says "not measured" (the book
+    stages one per step folder before any results exist). ``versus`` must be measured on every
+    GPU that measured ``step`` (and on some GPU), or its speed-ups would be missing."""
+    known = project_steps(steps_dir)
+    valid = {s for s, _ in fr.steps_of(records)} | (known or set())
+
+    def is_step(s: str) -> bool:
+        return s in valid or (known is None and bool(fr.STEP_ID_RE.fullmatch(s)))
+
+    listed = " ".join(sorted(valid, key=fr.step_sort_key))
+    for flag, value in (("--step", step), ("--versus", versus)):
+        if value is not None and not is_step(value):
+            return f"argument {flag}: {value!r} is not a step (steps: {listed})"
+    if versus is None:
+        return None
+    def measured_on(s: str) -> list[str]:
+        return [g for _, g in fr.gpus_of(records) if any(r.gpu == g and r.step == s for r in records)]
+
+    gpus, theirs = measured_on(step), measured_on(versus)
+    lacking = [g for g in gpus if g not in theirs]
+    if lacking:
+        return (f"argument --versus: step {versus} is not measured on {', '.join(lacking)}, "
+                f"where step {step} is: no speed-up to show")
+    if records and not theirs:
+        return f"argument --versus: step {versus} is not measured: no speed-up to show"
+    return None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive sequence length")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results_dir", type=Path)
     ap.add_argument("--dtype", default="bf16", choices=["fp16", "bf16", "fp32"])
     ap.add_argument("--head-dim", type=int, nargs="+", help="default: 64 128")
     ap.add_argument("--mask", nargs="+", default=["full", "causal"], choices=["full", "causal"])
-    ap.add_argument("--seqlen", type=int, help="default: 16384")
+    ap.add_argument("--seqlen", type=_positive_int,
+                    help=f"N of the full table (default: {DEFAULT_SEQLEN}, the README's)")
     ap.add_argument("--decode-dtype", default="bf16", choices=["fp16", "bf16", "fp32"],
                     help="dtype of the decode table (default bf16)")
     ap.add_argument("--decode-head-dim", type=int, default=128, help="D of the decode table (default 128)")
     ap.add_argument("--decode-heads-kv", type=int, default=8,
                     help="Hkv of the decode table (default 8: GQA with Hq = 32)")
-    ap.add_argument("--step", help="one step's table: TFLOPS per N and speed-up (e.g. 03)")
-    ap.add_argument("--versus", help="with --step: compare with this step (default: the "
-                                     "previous measured one)")
+    ap.add_argument("--step", type=normalise_step,
+                    help="one step's table: TFLOPS per N and speed-up (e.g. 03; 3 is 03)")
+    ap.add_argument("--versus", type=normalise_step,
+                    help="with --step: compare with this step, which must be measured on "
+                         "every GPU that measured --step (default: the previous measured one)")
     ap.add_argument("--baselines", action="store_true",
                     help="with --step: add a column per baseline (e.g. PyTorch SDPA) and "
                          "(head_dim, mask) where the GPU has any")
@@ -403,18 +473,25 @@ def main(argv: list[str] | None = None) -> int:
     # (Not the defaults: a GPU may lack a column, which its table shows as n/a.)
     measured = [r for r in records if r.kind == "attention" and r.dtype == args.dtype]
     asked = (("--head-dim", args.head_dim or [], {r.head_dim for r in measured}),
-             ("--seqlen", [args.seqlen] if args.seqlen and not args.step else [], {r.seqlen for r in measured}))
-    args.head_dim, args.seqlen = args.head_dim or [64, 128], args.seqlen or 16384
+             ("--seqlen", [args.seqlen] if args.seqlen is not None and not args.step else [],
+              {r.seqlen for r in measured}))
+    args.head_dim = args.head_dim or [64, 128]
+    args.seqlen = DEFAULT_SEQLEN if args.seqlen is None else args.seqlen
     for flag, wanted, have in asked:
         missing = [v for v in wanted if v not in have]
         if measured and missing:  # with nothing measured, the table says so
             print(f"error: {flag} {' '.join(map(str, missing))}: not measured in {args.dtype} "
                   f"(measured: {' '.join(map(str, sorted(have)))})", file=sys.stderr)
             return 2
-    if args.step:
+    if args.versus is not None and args.step is None:
+        ap.error("argument --versus: goes with --step")
+    if args.step is not None:
         if args.update or args.check:
             print("error: --step prints only (no --update/--check)", file=sys.stderr)
             return 2
+        problem = step_arg_error(records, args.step, args.versus)
+        if problem:
+            ap.error(problem)
         sys.stdout.write(make_step_table(records, args.step, args.versus, args.dtype,
                                          args.head_dim, args.mask, args.baselines))
         return 0

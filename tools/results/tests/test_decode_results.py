@@ -97,7 +97,7 @@ def test_decode_table_follows_the_standard_table(tmp_path):
     root = tmp_path / "results"
     shutil.copytree(TOOLS / "tests" / "data" / "results", root)
     ds.write(root / ds.GPU / "step10-decode.json", ds.decode_json("10", {ds.B1: 25.0}))
-    lines = results_table.make_table(fr.load_results(root)).splitlines()
+    lines = results_table.make_table(fr.load_results(root), seqlen=16384).splitlines()
     standard = lines.index(next(line for line in lines if line.startswith("| Step")))
     decode = lines.index(next(line for line in lines if line.startswith("| Problem")))
     assert standard < decode < lines.index(next(line for line in lines if line.startswith("<sub>")))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -152,7 +153,8 @@ def test_cli_reports_malformed_input(tmp_path):
 # --- Markdown table -------------------------------------------------------------------
 
 def test_table_content():
-    table = results_table.make_table(fr.load_results(RESULTS))
+    # The synthetic tree's longest size is 16384 (the default N, 8192, is the README's).
+    table = results_table.make_table(fr.load_results(RESULTS), seqlen=16384)
     lines = table.splitlines()
     header = next(line for line in lines if line.startswith("| Step"))
     assert header == ("| Step | bf16 D=64 full | bf16 D=64 causal | bf16 D=128 full "
@@ -186,20 +188,21 @@ def test_table_rejects_values_not_measured():
 def test_table_update_check_round_trip(tmp_path):
     doc = tmp_path / "doc.md"
     shutil.copy(DATA / "table_doc.md", doc)
-    stale = run_tool("results_table.py", RESULTS, "--check", doc)
+    n = ("--seqlen", "16384")  # the synthetic tree's longest size
+    stale = run_tool("results_table.py", RESULTS, "--check", doc, *n)
     assert stale.returncode == 1 and "-This stale text" in stale.stdout
-    assert run_tool("results_table.py", RESULTS, "--update", doc).returncode == 0
+    assert run_tool("results_table.py", RESULTS, "--update", doc, *n).returncode == 0
     text = doc.read_text()
     assert text.startswith("# Synthetic document") and text.endswith("must survive too.\n")
     assert "| 02 tiled | 5.00 |" in text and "stale text" not in text
-    assert run_tool("results_table.py", RESULTS, "--check", doc).returncode == 0
-    assert run_tool("results_table.py", RESULTS, "--update", doc).returncode == 0
+    assert run_tool("results_table.py", RESULTS, "--check", doc, *n).returncode == 0
+    assert run_tool("results_table.py", RESULTS, "--update", doc, *n).returncode == 0
     assert doc.read_text() == text                      # idempotent
     # A changed result makes the table stale again.
     results = copy_results(tmp_path)
     step02 = results / "test-gpu" / "step02.json"
     step02.write_text(step02.read_text().replace('"TFLOPS": 10.0', '"TFLOPS": 11.0'))
-    assert run_tool("results_table.py", results, "--check", doc).returncode == 1
+    assert run_tool("results_table.py", results, "--check", doc, *n).returncode == 1
 
 
 def test_table_markers_required(tmp_path):
@@ -316,3 +319,86 @@ def test_previous_step_skips_steps_not_measured(tmp_path):
     assert results_table.previous_step(records, "10") == "09b"
     assert results_table.previous_step(records, "09b") == max(
         (s for s in numbered if fr.step_sort_key(s) < fr.step_sort_key("09b")), key=fr.step_sort_key)
+
+
+# --- command-line defaults and argument errors --------------------------------------------
+
+REPO = TOOLS.parents[1]
+
+
+def test_default_seqlen_is_the_readmes():
+    # The README's Results section says which N its table is at, and the table it holds is at
+    # that N: the tool's default must be it, or `--check README.md` reports it stale and
+    # `--update README.md` rewrites it at another N.
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Results"):readme.index(results_table.BEGIN)]
+    (prose,) = set(re.findall(r"at N = (\d+)", section))
+    block = readme[readme.index(results_table.BEGIN):readme.index(results_table.END)]
+    assert set(re.findall(r"TFLOPS at N = (\d+)", block)) == {prose}
+    out = run_tool("results_table.py", RESULTS)
+    assert out.returncode == 0, out.stderr
+    assert f"TFLOPS at N = {prose} (median" in out.stdout
+    assert "at N = 16384" not in out.stdout
+
+
+@pytest.mark.parametrize("args", [("--seqlen", "0"), ("--seqlen", "-5"),
+                                  ("--step", "02", "--seqlen", "0")])
+def test_a_seqlen_that_is_no_length_is_rejected(args):
+    out = run_tool("results_table.py", RESULTS, *args)
+    assert out.returncode == 2 and "argument --seqlen" in out.stderr, out.stderr
+    assert out.stdout == ""
+
+
+@pytest.mark.parametrize("step", ["99", "abc", "04c", "x02"])
+def test_an_unknown_step_is_an_error(step):
+    out = run_tool("results_table.py", RESULTS, "--step", step)
+    assert out.returncode == 2, out.stdout
+    assert f"argument --step: '{step}' is not a step" in out.stderr
+    assert "01 02" in out.stderr and out.stdout == ""
+
+
+def test_a_project_step_not_measured_yet_gets_its_table():
+    # A step folder of the project with no results: the "not measured" table, rc 0 (the book
+    # stages one per step folder before anything is measured); "2" is step 02 (make step2).
+    out = run_tool("results_table.py", RESULTS, "--step", "07")
+    assert out.returncode == 0 and "**NVIDIA**: step 07 not measured." in out.stdout
+    short = run_tool("results_table.py", RESULTS, "--step", "2")
+    assert short.returncode == 0 and short.stdout == run_tool(
+        "results_table.py", RESULTS, "--step", "02").stdout
+
+
+@pytest.mark.parametrize("versus,why", [("99", "'99' is not a step"),
+                                        ("abc", "'abc' is not a step"),
+                                        ("03", "step 03 is not measured on test-gpu, where step 02 is")])
+def test_an_unknown_or_unmeasured_versus_is_an_error(versus, why):
+    out = run_tool("results_table.py", RESULTS, "--step", "02", "--versus", versus)
+    assert out.returncode == 2 and f"argument --versus: {why}" in out.stderr, out.stderr
+    assert out.stdout == ""
+
+
+def test_versus_needs_step_and_takes_the_short_spelling():
+    out = run_tool("results_table.py", RESULTS, "--versus", "01")
+    assert out.returncode == 2 and "argument --versus: goes with --step" in out.stderr
+    out = run_tool("results_table.py", RESULTS, "--step", "02", "--versus", "1")
+    assert out.returncode == 0 and "speed-up over step 01 naive" in out.stdout
+
+
+def test_step_arg_error_with_and_without_step_folders(tmp_path):
+    recs = fr.load_results(RESULTS)
+    err = results_table.step_arg_error
+    assert {"01", "04a", "04", "10"} <= results_table.project_steps()
+    # Step folders without step 07: it is no step (the results' steps and baselines are).
+    steps = tmp_path / "steps"
+    for name in ("01_naive", "02_tiled", "03_online_softmax", "07_not_a_step_yet"):
+        (steps / name).mkdir(parents=True)
+    for name in ("01_naive", "02_tiled", "03_online_softmax"):
+        (steps / name / "step.cu").write_text("")
+    assert results_table.project_steps(steps) == {"01", "02", "03"}
+    assert err(recs, "sdpa-flash", "02", steps) is None
+    assert err(recs, "07", None, steps) == "argument --step: '07' is not a step (steps: 01 02 03 sdpa-flash)"
+    assert err(recs, "02", "03", steps) == ("argument --versus: step 03 is not measured on "
+                                            "test-gpu, where step 02 is: no speed-up to show")
+    # The tool copied away from steps/: any well-formed id is a step.
+    assert results_table.project_steps(tmp_path / "none") is None
+    assert err(recs, "07", None, tmp_path / "none") is None
+    assert err(recs, "7x", None, tmp_path / "none").startswith("argument --step: '7x' is not a step")
