@@ -17,8 +17,6 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
-#include <charconv>
-#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <sstream>
@@ -106,30 +104,6 @@ void check_writable(const char* field, nb::handle tensor) {
                                                "pass a writable tensor");
 }
 
-// @p value as the shortest text that reads back as the same double (1e-50, not the
-// 1.0000000000000001e-50 of 17 digits), so a message shows the number the caller passed.
-std::string shortest_text(double value) {
-  char text[32];
-  const std::to_chars_result r = std::to_chars(text, text + sizeof text, value);
-  return std::string(text, r.ptr);
-}
-
-// The softmax scale as the caller gave it (a double), before it becomes the float32 the
-// steps compute with: a scale that float32 cannot hold would reach validate() as 0 or inf,
-// and its message would show that instead of the caller's number.
-float scale_of(double scale) {
-  const float as_float = static_cast<float>(scale);
-  std::string problem;
-  if (!(std::isfinite(scale) && scale > 0.0))
-    problem = " must be finite and positive";
-  else if (as_float == 0.0f)
-    problem = " underflows float32, the type the steps compute in (it would become 0)";
-  else if (std::isinf(as_float))
-    problem = " overflows float32, the type the steps compute in (it would become inf)";
-  if (!problem.empty()) throw InvalidArgument("scale = " + shortest_text(scale) + problem);
-  return as_float;
-}
-
 template <typename Array>
 TensorView view_of(const char* field, const Array& a, int device) {
   check_tensor(field, a);
@@ -198,7 +172,7 @@ AttentionArgs args_of(const InArray& q, const InArray& k, const InArray& v, cons
   a.v = view_of("v", v, device);
   a.o = view_of("o", o, device);
   a.mask = mask_from(mask);
-  if (scale) a.softmax_scale = scale_of(*scale);
+  if (scale) a.softmax_scale = softmax_scale_from_double(*scale, "scale");
   if (lse) a.lse = lse_of(*lse, a, device);
   return a;
 }
@@ -278,7 +252,7 @@ NB_MODULE(_flashsteps, m) {
       nb::arg("field"), nb::arg("tensor"),
       "Raises ValueError naming FIELD when TENSOR (which passed check_tensor) is exported read-only.");
   m.def(
-      "check_scale", [](double scale) { scale_of(scale); }, nb::arg("scale"),
+      "check_scale", [](double scale) { flashsteps::softmax_scale_from_double(scale, "scale"); }, nb::arg("scale"),
       "Raises ValueError naming SCALE unless it is finite and positive and stays so in float32.");
   m.def("forward", &forward, nb::arg("step"), nb::arg("q"), nb::arg("k"), nb::arg("v"), nb::arg("o"),
         nb::arg("lse").none(), nb::arg("workspace").none(), nb::arg("mask"), nb::arg("scale").none(),

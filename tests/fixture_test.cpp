@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
 
 #include "flashsteps/fixture.h"
 #include "flashsteps/reference.h"
@@ -57,8 +59,16 @@ TEST(Fixture, MalformedHeadersNameTheField) {
     h.replace(h.find(from), from.size(), to);
     return h;
   };
-  // A scale float32 cannot hold as a positive number is named as written.
-  for (const char* scale : {"-1", "0", "1e-50", "1e+300"})
+  // Sizes are positive JSON integers of 64 bits, named as written.
+  for (const auto& [layers, why] : {std::pair<const char*, const char*>{"6.99", "must be an integer"},
+                                    {"9223372036854775808", "is too large"},
+                                    {"0", "must be positive"}}) {
+    const std::string error = error_for(with(header, "\"layers\": 1", std::string("\"layers\": ") + layers));
+    EXPECT_NE(error.find(std::string("\"layers\" = ") + layers + " " + why), std::string::npos) << error;
+  }
+  // A scale float32 cannot hold as a positive number, or whose scale * log2(e) overflows
+  // it (validate()'s rule), is named as written.
+  for (const char* scale : {"-1", "0", "1e-50", "1e+300", "3.4e+38"})
     EXPECT_NE(error_for(with(header, "0.7", scale)).find(std::string("\"softmax_scale\" = ") + scale),
               std::string::npos)
         << scale << ": " << error_for(with(header, "0.7", scale));

@@ -2,6 +2,7 @@
 // The contract's checks, written once; every step calls validate() before any launch.
 #include "flashsteps/attention.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -38,6 +39,23 @@ float AttentionArgs::scale() const {
 namespace {
 
 [[noreturn]] void fail(const std::string& message) { throw InvalidArgument(message); }
+
+// The shortest text that reads back as @p value (1e-50, 3e+38; not 6 rounded digits).
+template <typename Float>
+std::string shortest_text(Float value) {
+  char text[32];
+  return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
+}
+
+// What is wrong with a softmax scale named @p field, or "": it must be finite and positive,
+// and scale * log2(e) finite in float32 (the kernels work in base 2).
+std::string scale_problem(float scale, const std::string& field) {
+  if (!(std::isfinite(scale) && scale > 0.0f)) return " must be finite and positive";
+  if (!std::isfinite(scale * kLog2e))
+    return " is too large: " + field + " * log2(e) must be finite in float32 (" + field +
+           " <= " + shortest_text(std::numeric_limits<float>::max() / kLog2e) + ")";
+  return "";
+}
 
 template <typename A, typename B>
 void require_equal(const char* field, A got, const char* other, B want) {
@@ -149,18 +167,25 @@ void validate(const AttentionArgs& a) {
     }
   }
   check_output(a);
-  if (a.softmax_scale && !(std::isfinite(*a.softmax_scale) && *a.softmax_scale > 0.0f)) {
-    std::ostringstream s;
-    s << "softmax_scale = " << *a.softmax_scale << " must be finite and positive";
-    fail(s.str());
+  if (a.softmax_scale) {
+    const std::string problem = scale_problem(*a.softmax_scale, "softmax_scale");
+    if (!problem.empty()) fail("softmax_scale = " + shortest_text(*a.softmax_scale) + problem);
   }
-  // The kernels work in base 2 with scale * log2(e) in float32, which must stay finite.
-  if (a.softmax_scale && !std::isfinite(*a.softmax_scale * kLog2e)) {
-    std::ostringstream s;
-    s << "softmax_scale = " << *a.softmax_scale << " is too large: softmax_scale * log2(e) must be finite in float32"
-      << " (softmax_scale <= " << std::numeric_limits<float>::max() / kLog2e << ")";
-    fail(s.str());
-  }
+}
+
+float softmax_scale_from_double(double value, const std::string& field) {
+  const float scale = static_cast<float>(value);
+  std::string problem;
+  if (!(std::isfinite(value) && value > 0.0))
+    problem = " must be finite and positive";
+  else if (scale == 0.0f)
+    problem = " underflows float32, the type the steps compute in (it would become 0)";
+  else if (std::isinf(scale))
+    problem = " overflows float32, the type the steps compute in (it would become inf)";
+  else
+    problem = scale_problem(scale, field);
+  if (!problem.empty()) fail(field + " = " + shortest_text(value) + problem);
+  return scale;
 }
 
 bool is_empty(const AttentionArgs& a) {

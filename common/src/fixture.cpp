@@ -6,7 +6,6 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "flashsteps/host_dtype.h"
 
@@ -24,6 +23,18 @@ T field(const nlohmann::json& j, const char* key, const std::string& path) {
   } catch (const nlohmann::json::exception&) {
     throw InvalidArgument(path + ": field \"" + key + "\" has the wrong type");
   }
+}
+
+// A size: a JSON integer (not 6.99, which get<> would truncate) from 1 to 2^63 - 1.
+std::int64_t positive_field(const nlohmann::json& j, const char* key, const std::string& path) {
+  if (!j.contains(key)) throw InvalidArgument(path + ": missing field \"" + key + "\"");
+  const nlohmann::json& value = j.at(key);
+  const std::string named = path + ": field \"" + key + "\" = " + value.dump();
+  if (!value.is_number_integer()) throw InvalidArgument(named + " must be an integer");
+  if (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    throw InvalidArgument(named + " is too large (64-bit sizes)");
+  if (value.get<std::int64_t>() <= 0) throw InvalidArgument(named + " must be positive");
+  return value.get<std::int64_t>();
 }
 
 }  // namespace
@@ -45,23 +56,17 @@ QkvFixture load_qkv_fixture(const std::string& json_path) {
     throw InvalidArgument(json_path + ": field \"dtype\" must be \"float16\"");
   if (field<std::string>(j, "layout", json_path) != "LHND")
     throw InvalidArgument(json_path + ": field \"layout\" must be \"LHND\"");
-  f.layers = field<std::int64_t>(j, "layers", json_path);
-  f.heads = field<std::int64_t>(j, "heads", json_path);
-  f.seqlen = field<std::int64_t>(j, "seqlen", json_path);
-  f.head_dim = field<std::int64_t>(j, "head_dim", json_path);
-  // Read in double, so that a value float32 cannot hold is reported as written, not as 0 or inf.
-  const double scale = field<double>(j, "softmax_scale", json_path);
-  if (!(scale > 0.0 && scale <= std::numeric_limits<float>::max() && static_cast<float>(scale) > 0.0f)) {
-    std::ostringstream s;
-    s << json_path << ": field \"softmax_scale\" = " << scale << " must be finite and positive in float32";
-    throw InvalidArgument(s.str());
-  }
-  f.softmax_scale = static_cast<float>(scale);
+  f.layers = positive_field(j, "layers", json_path);
+  f.heads = positive_field(j, "heads", json_path);
+  f.seqlen = positive_field(j, "seqlen", json_path);
+  f.head_dim = positive_field(j, "head_dim", json_path);
+  // Read in double and converted as the steps' callers convert it (validate()'s rule, and
+  // what float32 loses), so a bad value is named as written, not as the 0 or inf it becomes.
+  f.softmax_scale = softmax_scale_from_double(field<double>(j, "softmax_scale", json_path),
+                                              json_path + ": field \"softmax_scale\"");
   f.causal = field<bool>(j, "causal", json_path);
   if (j.contains("provenance") && j["provenance"].contains("model"))
     f.model = j["provenance"]["model"].get<std::string>();
-  for (const char* key : {"layers", "heads", "seqlen", "head_dim"})
-    if (j.at(key).get<std::int64_t>() <= 0) throw InvalidArgument(json_path + ": field \"" + key + "\" must be positive");
 
   const fs::path bin = fs::path(json_path).parent_path() / field<std::string>(j, "bin", json_path);
   std::ifstream data(bin, std::ios::binary);

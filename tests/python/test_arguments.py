@@ -110,6 +110,8 @@ def test_module_exports_only_its_entry_point():
     ({"scale": 1e300}, ValueError, r"^scale = 1e\+300 overflows float32, the type the steps compute in \(it would become inf\)$"),
     ({"scale": float("nan")}, ValueError, r"^scale = nan must be finite and positive$"),
     ({"scale": -0.125}, ValueError, r"^scale = -0\.125 must be finite and positive$"),
+    ({"scale": 3.4e38}, ValueError, r"^scale = 3\.4e\+38 is too large: scale \* log2\(e\) must be finite in float32 "
+                                    r"\(scale <= 2\.3586574e\+38\)$"),
 ])
 def test_bad_arguments_are_named_before_the_tensors_are_looked_at(kwargs, error, text):
     # CPU arrays would fail the tensor checks: the argument's own error must come first.
@@ -123,10 +125,10 @@ def test_an_export_nanobind_cannot_take_names_the_field():
         flashsteps.attention(structured, arr(), arr())
 
 
-@pytest.mark.parametrize("kwargs", [{"stream": 2**64 - 1}, {"stream": 0}, {"scale": 1e-45}, {"scale": 3.4e38}])
+@pytest.mark.parametrize("kwargs", [{"stream": 2**64 - 1}, {"stream": 0}, {"scale": 1e-45}, {"scale": 2.3586574e38}])
 def test_arguments_at_their_limits_reach_the_tensor_checks(kwargs):
-    # The largest 64-bit handle; the smallest float32 subnormal and a scale just below
-    # float32's largest finite number: none is refused by its own check.
+    # The largest 64-bit handle; the smallest float32 subnormal and the largest scale whose
+    # scale * log2(e) is finite in float32 (validate()'s limit): none is refused by its own check.
     with pytest.raises(ValueError, match=r"^q: tensor is on CPU"):
         flashsteps.attention(arr(), arr(), arr(), **kwargs)
 

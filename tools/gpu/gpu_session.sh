@@ -23,11 +23,24 @@ export LD_LIBRARY_PATH="$build/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 timeout "$probe" nvidia-smi -q > "$outdir/nvidia-smi-q.txt" 2>&1
 cat "$outdir/device.txt"
 status=0
-# FLASHSTEPS_TEST_STEPS="04 05" limits the GPU tests (and sanitizers) to those steps.
-selected() {
-  [ -z "${FLASHSTEPS_TEST_STEPS:-}" ] && return 0
-  [[ " $FLASHSTEPS_TEST_STEPS " == *" ${1##*test_step} "* ]]
-}
+# FLASHSTEPS_TEST_STEPS="04 05" limits the GPU tests (and sanitizers) to those steps; as with
+# ./bench, the make targets' spelling is taken too ("6 4a" is "06 04a"). Naming no test binary
+# of the build fails the session: nothing would be tested.
+test_steps='' built_tests='' unknown=''
+read -r -a words <<< "${FLASHSTEPS_TEST_STEPS:-}"
+for word in ${words[@]+"${words[@]}"}; do
+  [[ $word =~ ^[0-9][a-z]?$ ]] && word="0$word"
+  test_steps+=" $word"
+done
+for t in "$build"/bin/test_step*; do [ -x "$t" ] && built_tests+=" ${t##*test_step}"; done
+for s in $test_steps; do [[ "$built_tests " == *" $s "* ]] || unknown+=" $s"; done
+if [ -n "$test_steps" ] && [ "$unknown" = "$test_steps" ]; then
+  echo "FLASHSTEPS_TEST_STEPS=\"$FLASHSTEPS_TEST_STEPS\" names no test binary in $build/bin (there:${built_tests:- none}): nothing tested"
+  status=1
+elif [ -n "$unknown" ]; then
+  echo "FLASHSTEPS_TEST_STEPS:$unknown: no test binary in $build/bin; testing the others"
+fi
+selected() { [ -z "$test_steps" ] || [[ "$test_steps " == *" ${1##*test_step} "* ]]; }
 # The SASS of the tensor-core steps must hold HMMA (tensor-core MMA) instructions: counted
 # per step from the sm_90a cubin of each test binary (cuobjdump -sass).
 if command -v cuobjdump > /dev/null && [ "${FLASHSTEPS_SASS:-1}" = 1 ]; then
@@ -126,10 +139,18 @@ if [ "${FLASHSTEPS_CLOCKS:-1}" = 1 ] && command -v nvidia-smi > /dev/null; then
   smi_pid=$!
 fi
 # PyTorch SDPA on the same problems, in the same run (FLASHSTEPS_SDPA_ARGS: arguments of
-# tools/baselines/sdpa_bench.py, e.g. "--dtype bf16"); needs torch, skipped without it.
-if [ -n "${FLASHSTEPS_SDPA_ARGS+set}" ] && timeout "$probe" python3 -c 'import torch' 2> /dev/null; then
-  gpu_slug=$(timeout "$probe" python3 -c 'import torch, re; print(re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()).strip("-"))')
-  [ -n "$gpu_slug" ] || { echo "PyTorch named no GPU within $probe s"; gpu_slug=unknown-gpu; status=1; }
+# tools/baselines/sdpa_bench.py, e.g. "--dtype bf16"); needs torch, skipped without it. A torch
+# that takes over the probe timeout to import, or names no GPU, skips it and fails the session.
+gpu_slug=
+if [ -n "${FLASHSTEPS_SDPA_ARGS+set}" ]; then
+  timeout "$probe" python3 -c 'import torch' 2> /dev/null
+  case $? in
+    0) gpu_slug=$(timeout "$probe" python3 -c 'import torch, re; print(re.sub(r"[^a-z0-9]+", "-", torch.cuda.get_device_name().lower()).strip("-"))')
+       [ -n "$gpu_slug" ] || { echo "PyTorch named no GPU within $probe s: SDPA skipped"; status=1; } ;;
+    124) echo "importing torch took over $probe s: SDPA skipped"; status=1 ;;
+  esac
+fi
+if [ -n "$gpu_slug" ]; then
   # The commit the benchmarks were built from (a copied tree's .git may be stale).
   commit=$(strings "$(ls "$build"/bin/bench_step* | head -1)" 2> /dev/null | grep -m1 -xE '[0-9a-f]{12}(-dirty)?')
   mark start sdpa

@@ -28,7 +28,7 @@ and, in brackets, the time per call. A split sweep's entries (``.../splits:<N>``
 
 With ``--step NN`` the table is one step's instead: a row per sequence length, a column per
 (head_dim, mask), each cell the step's TFLOPS and its speed-up over the previous measured
-step (``--versus`` picks another; it must be measured wherever the step is), then the fixture
+step (``--versus`` picks another, measured in the dtype wherever the step is), then the fixture
 benchmarks. NN is a step of steps/ (3 is 03, as in ``make step3``) or of the results (a baseline); a
 step not measured yet gets a "not measured" table, any other NN is an error.  ``--baselines`` adds, for
 each baseline measured on that GPU, a column per (head_dim, mask) with the baseline's
@@ -396,14 +396,16 @@ def splice(text: str, table: str, where: str = "file") -> str:
 
 
 def step_arg_error(records: list[fr.Record], step: str, versus: str | None,
-                   steps_dir: Path = STEPS_DIR) -> str | None:
+                   steps_dir: Path = STEPS_DIR, dtype: str = "bf16") -> str | None:
     """What is wrong with ``--step``/``--versus`` (argparse's wording), or None.
 
     A step is an id of the project's step folders or one in the results (a baseline such as
     sdpa-cudnn, a synthetic tree's step); without the folders any well-formed id (04a) is. A
     project step that nothing measured yet is fine: its table says "not measured" (the book
-    stages one per step folder before any results exist). ``versus`` must be measured on every
-    GPU that measured ``step`` (and on some GPU), or its speed-ups would be missing."""
+    stages one per step folder before any results exist). ``versus`` must be another step,
+    measured in ``dtype`` on every GPU that measured ``step`` in it (and on some GPU), in a
+    kind of benchmark the table compares (attention, decode) that ``step`` has there, or its
+    speed-ups would be missing."""
     known = project_steps(steps_dir)
     valid = {s for s, _ in fr.steps_of(records)} | (known or set())
 
@@ -416,16 +418,25 @@ def step_arg_error(records: list[fr.Record], step: str, versus: str | None,
             return f"argument {flag}: {value!r} is not a step (steps: {listed})"
     if versus is None:
         return None
-    def measured_on(s: str) -> list[str]:
-        return [g for _, g in fr.gpus_of(records) if any(r.gpu == g and r.step == s for r in records)]
+    if versus == step:
+        return f"argument --versus: {versus!r} is --step itself: no speed-up to show"
 
-    gpus, theirs = measured_on(step), measured_on(versus)
-    lacking = [g for g in gpus if g not in theirs]
+    def compared(s: str) -> dict[str, set[str]]:
+        """GPU -> the kinds of s's benchmarks in dtype that the step table compares."""
+        kinds: dict[str, set[str]] = {}
+        for r in records:
+            if r.step == s and r.dtype == dtype and r.kind in ("attention", "decode"):
+                kinds.setdefault(r.gpu, set()).add(r.kind)
+        return kinds
+
+    mine, theirs = compared(step), compared(versus)
+    lacking = [g for _, g in fr.gpus_of(records) if mine.get(g) and not mine[g] & theirs.get(g, set())]
     if lacking:
+        kinds = "/".join(sorted(set().union(*(mine[g] for g in lacking))))
         return (f"argument --versus: step {versus} is not measured on {', '.join(lacking)}, "
-                f"where step {step} is: no speed-up to show")
+                f"where step {step} is: no {dtype} {kinds} speed-up to show")
     if records and not theirs:
-        return f"argument --versus: step {versus} is not measured: no speed-up to show"
+        return f"argument --versus: step {versus} is not measured in {dtype}: no speed-up to show"
     return None
 
 
@@ -446,7 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--head-dim", type=int, nargs="+", help="default: 64 128")
     ap.add_argument("--mask", nargs="+", default=["full", "causal"], choices=["full", "causal"])
     ap.add_argument("--seqlen", type=_positive_int,
-                    help=f"N of the full table (default: {DEFAULT_SEQLEN}, the README's)")
+                    help=f"N of the full table (default: {DEFAULT_SEQLEN}, the README's; "
+                         "not with --step, whose table shows every N)")
     ap.add_argument("--decode-dtype", default="bf16", choices=["fp16", "bf16", "fp32"],
                     help="dtype of the decode table (default bf16)")
     ap.add_argument("--decode-head-dim", type=int, default=128, help="D of the decode table (default 128)")
@@ -455,8 +467,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--step", type=normalise_step,
                     help="one step's table: TFLOPS per N and speed-up (e.g. 03; 3 is 03)")
     ap.add_argument("--versus", type=normalise_step,
-                    help="with --step: compare with this step, which must be measured on "
-                         "every GPU that measured --step (default: the previous measured one)")
+                    help="with --step: compare with this other step, which must be measured "
+                         "in --dtype on every GPU that measured --step (default: the previous "
+                         "measured one)")
     ap.add_argument("--baselines", action="store_true",
                     help="with --step: add a column per baseline (e.g. PyTorch SDPA) and "
                          "(head_dim, mask) where the GPU has any")
@@ -464,6 +477,9 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--update", type=Path, metavar="FILE", help="rewrite FILE's table")
     mode.add_argument("--check", type=Path, metavar="FILE", help="exit 1 if FILE's table is stale")
     args = ap.parse_args(argv)
+    if args.step is not None and args.seqlen is not None:
+        ap.error("argument --seqlen: the --step table shows every N; leave --seqlen out "
+                 "(it picks the N of the full table)")
     try:
         records = fr.load_results(args.results_dir)
     except fr.ResultsError as exc:
@@ -473,8 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     # (Not the defaults: a GPU may lack a column, which its table shows as n/a.)
     measured = [r for r in records if r.kind == "attention" and r.dtype == args.dtype]
     asked = (("--head-dim", args.head_dim or [], {r.head_dim for r in measured}),
-             ("--seqlen", [args.seqlen] if args.seqlen is not None and not args.step else [],
-              {r.seqlen for r in measured}))
+             ("--seqlen", [] if args.seqlen is None else [args.seqlen], {r.seqlen for r in measured}))
     args.head_dim = args.head_dim or [64, 128]
     args.seqlen = DEFAULT_SEQLEN if args.seqlen is None else args.seqlen
     for flag, wanted, have in asked:
@@ -489,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.update or args.check:
             print("error: --step prints only (no --update/--check)", file=sys.stderr)
             return 2
-        problem = step_arg_error(records, args.step, args.versus)
+        problem = step_arg_error(records, args.step, args.versus, dtype=args.dtype)
         if problem:
             ap.error(problem)
         sys.stdout.write(make_step_table(records, args.step, args.versus, args.dtype,

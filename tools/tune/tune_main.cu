@@ -41,18 +41,22 @@ namespace {
 // (TuningTable::save() creates the missing ones below it).
 std::string unwritable(const std::string& path) {
   namespace fs = std::filesystem;
+  if (path.empty()) return "is empty";
   std::error_code error;
   const fs::path file = fs::absolute(path, error);
   if (error) return error.message();
   if (fs::is_directory(file, error)) return "is a folder";
   if (fs::exists(file, error)) {
+    if (!fs::is_regular_file(file, error)) return "is not a regular file";  // a FIFO would block open()
     const int fd = open(file.c_str(), O_WRONLY | O_APPEND);
     if (fd < 0) return std::string("cannot be written: ") + std::strerror(errno);
     close(fd);
     return "";
   }
   fs::path folder = file.parent_path();
-  while (!fs::exists(folder, error) && folder != folder.parent_path()) folder = folder.parent_path();
+  // The nearest part of the path that exists, a dangling symbolic link included (save() could
+  // not create a folder there).
+  while (!fs::exists(fs::symlink_status(folder, error)) && folder != folder.parent_path()) folder = folder.parent_path();
   if (!fs::is_directory(folder, error)) return folder.string() + " is not a folder";
   const fs::path probe = folder / (".tune-probe-" + std::to_string(getpid()));
   const int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);

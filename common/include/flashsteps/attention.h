@@ -111,6 +111,14 @@ inline constexpr float kLog2e = 1.4426950408889634f;
 /// @throws InvalidArgument naming the offending field.
 void validate(const AttentionArgs& args);
 
+/// A softmax scale given as a double (by Python, or a fixture's JSON header) as the float32
+/// the steps compute with, held to validate()'s rule and to what the conversion loses.
+/// @param field how the error names it (e.g. "scale").
+/// @throws InvalidArgument naming @p field and the value as given (its shortest round-trip
+///         text) when it is not finite and positive, becomes 0 or inf in float32, or makes
+///         scale * log2(e) overflow float32.
+float softmax_scale_from_double(double value, const std::string& field);
+
 /// True when the call has nothing to compute or write (B, Hq or Nq is zero). Steps return
 /// before any launch in that case. Nk == 0 is not empty: every row is then fully masked and
 /// O must be written with zeros (LSE with -inf).

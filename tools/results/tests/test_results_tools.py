@@ -16,8 +16,10 @@ TOOLS = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 RESULTS = DATA / "results"
 sys.path.insert(0, str(TOOLS))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_summary  # noqa: E402
+import decode_synth as ds  # noqa: E402
 import flashsteps_results as fr  # noqa: E402
 import results_table  # noqa: E402
 
@@ -376,6 +378,57 @@ def test_an_unknown_or_unmeasured_versus_is_an_error(versus, why):
     assert out.stdout == ""
 
 
+def test_versus_counts_only_what_the_step_table_compares(tmp_path):
+    # Step 10 with decode-set results only, step 03 with fp16 attention only: neither gives
+    # --step 02 (bf16 attention) a speed-up, though both are "measured" on its GPU.
+    root = copy_results(tmp_path)
+    gpu = root / "test-gpu"
+    ds.write(gpu / "step10-decode.json", ds.decode_json("10", {ds.B1: 25.0, ds.B8: 500.0}))
+    ds.write(gpu / "step06-decode.json", ds.decode_json("06", {ds.B1: 100.0}))
+    doc = json.loads((gpu / "step01.json").read_text())
+    doc["context"]["flashsteps_step"], doc["context"]["flashsteps_step_name"] = "03", "online"
+    for b in doc["benchmarks"]:
+        for key in ("name", "run_name"):
+            b[key] = b[key].replace("/bf16/", "/fp16/")
+    (gpu / "step03.json").write_text(json.dumps(doc))
+    for args, why in ((("--step", "02", "--versus", "10"), "step 10 is not measured on test-gpu, "
+                       "where step 02 is: no bf16 attention speed-up to show"),
+                      (("--step", "10", "--versus", "02"), "step 02 is not measured on test-gpu, "
+                       "where step 10 is: no bf16 decode speed-up to show"),
+                      (("--step", "03", "--versus", "02", "--dtype", "fp16"),
+                       "step 02 is not measured on test-gpu, where step 03 is: no fp16 attention")):
+        out = run_tool("results_table.py", root, *args)
+        assert out.returncode == 2 and f"argument --versus: {why}" in out.stderr, (args, out.stderr)
+        assert out.stdout == ""
+    # What the table does compare: decode with decode, attention in the dtype asked for.
+    out = run_tool("results_table.py", root, "--step", "10", "--versus", "06")
+    assert out.returncode == 0 and "| 06 autotuned TB/s |" in out.stdout, out.stderr
+    out = run_tool("results_table.py", root, "--step", "02", "--versus", "01")
+    assert out.returncode == 0 and "speed-up over step 01" in out.stdout, out.stderr
+    recs = fr.load_results(root)
+    assert results_table.step_arg_error(recs, "01", "03", dtype="fp16") is None
+    assert results_table.step_arg_error(recs, "01", "03") == (
+        "argument --versus: step 03 is not measured on test-gpu, where step 01 is: no bf16 "
+        "attention speed-up to show")
+
+
+@pytest.mark.parametrize("versus", ["02", "2"])
+def test_versus_the_step_itself_is_an_error(versus):
+    out = run_tool("results_table.py", RESULTS, "--step", "02", "--versus", versus)
+    assert out.returncode == 2, out.stdout
+    assert "argument --versus: '02' is --step itself: no speed-up to show" in out.stderr
+    assert out.stdout == ""
+
+
+@pytest.mark.parametrize("seqlen", ["999", "8192", "512"])
+def test_seqlen_with_step_is_an_error(seqlen):
+    # The --step table has a row per N; a --seqlen beside it was ignored (999 too).
+    out = run_tool("results_table.py", RESULTS, "--step", "02", "--seqlen", seqlen)
+    assert out.returncode == 2, out.stdout
+    assert "argument --seqlen: the --step table shows every N" in out.stderr
+    assert out.stdout == ""
+
+
 def test_versus_needs_step_and_takes_the_short_spelling():
     out = run_tool("results_table.py", RESULTS, "--versus", "01")
     assert out.returncode == 2 and "argument --versus: goes with --step" in out.stderr
@@ -397,7 +450,8 @@ def test_step_arg_error_with_and_without_step_folders(tmp_path):
     assert err(recs, "sdpa-flash", "02", steps) is None
     assert err(recs, "07", None, steps) == "argument --step: '07' is not a step (steps: 01 02 03 sdpa-flash)"
     assert err(recs, "02", "03", steps) == ("argument --versus: step 03 is not measured on "
-                                            "test-gpu, where step 02 is: no speed-up to show")
+                                            "test-gpu, where step 02 is: no bf16 attention "
+                                            "speed-up to show")
     # The tool copied away from steps/: any well-formed id is a step.
     assert results_table.project_steps(tmp_path / "none") is None
     assert err(recs, "07", None, tmp_path / "none") is None
