@@ -63,7 +63,9 @@ TEST(Validate, NamesTheOffendingField) {
       {"softmax_scale = nan", [](AttentionArgs& a) { a.softmax_scale = std::numeric_limits<float>::quiet_NaN(); }},
       {"softmax_scale = 0", [](AttentionArgs& a) { a.softmax_scale = 0.0f; }},
       {"softmax_scale = 3e+38 is too large", [](AttentionArgs& a) { a.softmax_scale = 3e38f; }},
-      {"(softmax_scale <= 2.3586574e+38)", [](AttentionArgs& a) { a.softmax_scale = 2.3586576e38f; }},
+      {"softmax_scale = 2.3586576e+38 is too large: scale * log2(e) must be finite in float32 "
+       "(scale <= 2.3586574e+38)",
+       [](AttentionArgs& a) { a.softmax_scale = 2.3586576e38f; }},
       {"mask = 9 is not a Mask", [](AttentionArgs& a) { a.mask = static_cast<Mask>(9); }},
       {"k.dtype = 7 is not a DType", [](AttentionArgs& a) { a.k.dtype = static_cast<DType>(7); }},
       {"o.stride[1] = 0 with o.shape[1] = 8", [](AttentionArgs& a) { a.o.stride[1] = 0; }},

@@ -47,13 +47,13 @@ std::string shortest_text(Float value) {
   return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
 }
 
-// What is wrong with a softmax scale named @p field, or "": it must be finite and positive,
-// and scale * log2(e) finite in float32 (the kernels work in base 2).
-std::string scale_problem(float scale, const std::string& field) {
+// What is wrong with a softmax scale, or "": it must be finite and positive, and
+// scale * log2(e) finite in float32 (the kernels work in base 2).
+std::string scale_problem(float scale) {
   if (!(std::isfinite(scale) && scale > 0.0f)) return " must be finite and positive";
   if (!std::isfinite(scale * kLog2e))
-    return " is too large: " + field + " * log2(e) must be finite in float32 (" + field +
-           " <= " + shortest_text(std::numeric_limits<float>::max() / kLog2e) + ")";
+    return " is too large: scale * log2(e) must be finite in float32 (scale <= " +
+           shortest_text(std::numeric_limits<float>::max() / kLog2e) + ")";
   return "";
 }
 
@@ -168,24 +168,23 @@ void validate(const AttentionArgs& a) {
   }
   check_output(a);
   if (a.softmax_scale) {
-    const std::string problem = scale_problem(*a.softmax_scale, "softmax_scale");
+    const std::string problem = scale_problem(*a.softmax_scale);
     if (!problem.empty()) fail("softmax_scale = " + shortest_text(*a.softmax_scale) + problem);
   }
 }
 
 float softmax_scale_from_double(double value, const std::string& field) {
-  const float scale = static_cast<float>(value);
   std::string problem;
   if (!(std::isfinite(value) && value > 0.0))
     problem = " must be finite and positive";
-  else if (scale == 0.0f)
-    problem = " underflows float32, the type the steps compute in (it would become 0)";
-  else if (std::isinf(scale))
+  else if (value > std::numeric_limits<float>::max())  // checked before the cast: out of range is UB
     problem = " overflows float32, the type the steps compute in (it would become inf)";
+  else if (static_cast<float>(value) == 0.0f)
+    problem = " underflows float32, the type the steps compute in (it would become 0)";
   else
-    problem = scale_problem(scale, field);
+    problem = scale_problem(static_cast<float>(value));
   if (!problem.empty()) fail(field + " = " + shortest_text(value) + problem);
-  return scale;
+  return static_cast<float>(value);
 }
 
 bool is_empty(const AttentionArgs& a) {

@@ -85,17 +85,21 @@ def _check_tensors(named: list[tuple[str, Any]]) -> None:
 
 def _check_scale(scale: Any) -> float | None:
     """The scale as the float passed on, or ValueError naming it: one float64 cannot hold
-    (an int like 10**400), or one float32 cannot (module.cpp's check: 1e-50, 1e300, nan, -1)."""
+    (10**400 and Fraction(1, 10**400) alike), or one float32 cannot
+    (softmax_scale_from_double() in C++: 1e-50, 1e300, nan, -1)."""
     if scale is None:
         return None
+    text = repr(scale)
+    if len(text) > 24:  # 10**400: not its 401 digits
+        text = f"{text[:12]}... ({len(text)} characters)"
     try:
         value = float(scale)
     except OverflowError:
-        text = repr(scale)
-        if isinstance(scale, numbers.Integral) and len(text) > 24:  # 10**400: not 401 digits
-            text = f"{text[:12]}... ({len(str(abs(int(scale))))} digits)"
         raise ValueError(f"scale = {text} overflows float64 (and float32, the type the steps "
                          f"compute in)") from None
+    if value == 0.0 and scale > 0:  # a positive rational too small for float64
+        raise ValueError(f"scale = {text} underflows float64 (and float32, the type the steps "
+                         f"compute in): it would become 0")
     _ext.check_scale(value)
     return value
 

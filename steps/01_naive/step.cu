@@ -131,7 +131,7 @@ void copy_strides(std::int64_t (&dst)[3], const TensorView& t) {
 
 // S/P: B * Hq * Nq * Nk floats. A call attention_forward() refuses (its head_dim) needs none
 // here, so a caller that allocates this before the call gets the call's own error, not a size;
-// a product past 64 bits is refused here (it would wrap around to a small size).
+// a byte count past int64 is refused here (it would wrap around to a small size).
 std::size_t workspace_bytes(const AttentionArgs& args) {
   if (args.head_dim() > kMaxHeadDim) return 0;
   constexpr std::int64_t kMaxElems = std::numeric_limits<std::int64_t>::max() / std::int64_t{sizeof(float)};
@@ -141,7 +141,7 @@ std::size_t workspace_bytes(const AttentionArgs& args) {
     if (elems > kMaxElems / n)
       throw Unsupported("step 01: its S/P matrix of B * Hq * Nq * Nk = " + std::to_string(args.batch()) + " * " +
                         std::to_string(args.heads_q()) + " * " + std::to_string(args.seqlen_q()) + " * " +
-                        std::to_string(args.seqlen_k()) + " floats exceeds 64-bit sizes");
+                        std::to_string(args.seqlen_k()) + " floats exceeds int64 byte counts");
     elems *= n;
   }
   return static_cast<std::size_t>(elems) * sizeof(float);

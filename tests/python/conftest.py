@@ -14,8 +14,6 @@ import ctypes
 import numpy as np
 import pytest
 
-import flashsteps
-
 _capsule_name = ctypes.pythonapi.PyCapsule_GetName
 _capsule_name.restype, _capsule_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -34,6 +32,7 @@ class OnDevice:
     dtype = property(lambda self: self.array.dtype)
 
     def __dlpack_device__(self):
+        import flashsteps  # here, not at the top: test_examples.py runs without the module
         return (flashsteps._ext.dlpack_device_type, 0)
 
     def __dlpack__(self, **kwargs):
@@ -42,7 +41,7 @@ class OnDevice:
         # DLManagedTensorVersioned: version, manager_ctx, deleter, flags (8 bytes each), then
         # the DLTensor; DLManagedTensor starts with it. DLTensor: data, then DLDevice {type, id}.
         tensor = _capsule_pointer(capsule, name) + (32 if name == b"dltensor_versioned" else 0)
-        ctypes.c_int32.from_address(tensor + 8).value = flashsteps._ext.dlpack_device_type
+        ctypes.c_int32.from_address(tensor + 8).value = self.__dlpack_device__()[0]
         ctypes.c_int32.from_address(tensor + 12).value = 0
         return capsule
 

@@ -5,6 +5,7 @@ that are not tensors. NumPy arrays reach the module through DLPack like any tens
 import shutil
 import subprocess
 import sys
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -105,7 +106,9 @@ def test_module_exports_only_its_entry_point():
     ({"stream": -1}, ValueError, r"^stream = -1: a stream handle is an address, 0 <= stream < 2\*\*64$"),
     ({"stream": 2**64}, ValueError, r"^stream = 18446744073709551616: a stream handle is an address"),
     ({"stream": 2**70}, ValueError, r"^stream = 1180591620717411303424: a stream handle is an address"),
-    ({"scale": 10**400}, ValueError, r"^scale = 100000000000\.\.\. \(401 digits\) overflows float64 \(and float32"),
+    ({"scale": 10**400}, ValueError, r"^scale = 100000000000\.\.\. \(401 characters\) overflows float64 \(and float32"),
+    ({"scale": Fraction(1, 10**400)}, ValueError,
+     r"^scale = Fraction\(1, \.\.\. \(414 characters\) underflows float64 \(and float32"),
     ({"scale": 1e-50}, ValueError, r"^scale = 1e-50 underflows float32, the type the steps compute in \(it would become 0\)$"),
     ({"scale": 1e300}, ValueError, r"^scale = 1e\+300 overflows float32, the type the steps compute in \(it would become inf\)$"),
     ({"scale": float("nan")}, ValueError, r"^scale = nan must be finite and positive$"),

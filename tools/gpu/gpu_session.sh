@@ -23,24 +23,24 @@ export LD_LIBRARY_PATH="$build/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 timeout "$probe" nvidia-smi -q > "$outdir/nvidia-smi-q.txt" 2>&1
 cat "$outdir/device.txt"
 status=0
-# FLASHSTEPS_TEST_STEPS="04 05" limits the GPU tests (and sanitizers) to those steps; as with
-# ./bench, the make targets' spelling is taken too ("6 4a" is "06 04a"). Naming no test binary
-# of the build fails the session: nothing would be tested.
-test_steps='' built_tests='' unknown=''
+# FLASHSTEPS_TEST_STEPS="04 05" limits the GPU tests (and sanitizers) to those steps, read as
+# cmake/bench.in (./bench) reads FLASHSTEPS_BENCH_STEPS: the make targets' spelling is taken
+# too ("6 4a" is "06 04a"). Naming no test binary of the build fails the session.
+built_tests=() wanted=() unknown=()
+for t in "$build"/bin/test_step*; do [ -x "$t" ] && built_tests+=("${t##*test_step}"); done
 read -r -a words <<< "${FLASHSTEPS_TEST_STEPS:-}"
 for word in ${words[@]+"${words[@]}"}; do
-  [[ $word =~ ^[0-9][a-z]?$ ]] && word="0$word"
-  test_steps+=" $word"
+  if [[ $word =~ ^[0-9][a-z]?$ ]]; then word="0$word"; fi
+  wanted+=("$word")
+  if [[ " ${built_tests[*]} " != *" $word "* ]]; then unknown+=("$word"); fi
 done
-for t in "$build"/bin/test_step*; do [ -x "$t" ] && built_tests+=" ${t##*test_step}"; done
-for s in $test_steps; do [[ "$built_tests " == *" $s "* ]] || unknown+=" $s"; done
-if [ -n "$test_steps" ] && [ "$unknown" = "$test_steps" ]; then
-  echo "FLASHSTEPS_TEST_STEPS=\"$FLASHSTEPS_TEST_STEPS\" names no test binary in $build/bin (there:${built_tests:- none}): nothing tested"
+if [ ${#wanted[@]} -gt 0 ] && [ ${#unknown[@]} -eq ${#wanted[@]} ]; then
+  echo "FLASHSTEPS_TEST_STEPS=\"$FLASHSTEPS_TEST_STEPS\" names no test binary in $build/bin (there: ${built_tests[*]:-none}): nothing tested"
   status=1
-elif [ -n "$unknown" ]; then
-  echo "FLASHSTEPS_TEST_STEPS:$unknown: no test binary in $build/bin; testing the others"
+elif [ ${#unknown[@]} -gt 0 ]; then
+  echo "FLASHSTEPS_TEST_STEPS: ${unknown[*]}: no test binary in $build/bin; testing the others"
 fi
-selected() { [ -z "$test_steps" ] || [[ "$test_steps " == *" ${1##*test_step} "* ]]; }
+selected() { [ ${#wanted[@]} -eq 0 ] || [[ " ${wanted[*]} " == *" ${1##*test_step} "* ]]; }
 # The SASS of the tensor-core steps must hold HMMA (tensor-core MMA) instructions: counted
 # per step from the sm_90a cubin of each test binary (cuobjdump -sass).
 if command -v cuobjdump > /dev/null && [ "${FLASHSTEPS_SASS:-1}" = 1 ]; then

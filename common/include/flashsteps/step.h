@@ -58,7 +58,7 @@ inline bool declares_support(const StepInfo& info, DType dtype, std::int64_t hea
   void attention_forward(const AttentionArgs& args, vendor::Stream stream);               \
   /** Device scratch bytes attention_forward needs for @p args (0 for most steps). A   */ \
   /** call attention_forward refuses may get 0 here; the call throws its own error.    */ \
-  /** @throws Unsupported when the size exceeds 64 bits (step 01: B Hq Nq Nk floats)   */ \
+  /** @throws Unsupported past int64 byte counts (step 01: B Hq Nq Nk floats)          */ \
   std::size_t workspace_bytes(const AttentionArgs& args);                                 \
   /** Index, name and one-line summary of the step.                                    */ \
   StepInfo info();                                                                        \

@@ -11,6 +11,10 @@ import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "gpu_session.sh"
 REPO = SCRIPT.parents[2]
+# The SASS count and the sanitizers stay off: a cuobjdump or compute-sanitizer in /usr/bin
+# would otherwise run on the stand-in test binaries.
+NO_TOOLS = {"FLASHSTEPS_SASS": "0", "FLASHSTEPS_MEMCHECK": "0", "FLASHSTEPS_INITCHECK": "0",
+            "FLASHSTEPS_RACECHECK": "0", "FLASHSTEPS_SYNCCHECK": "0"}
 
 
 def executable(path: Path, text: str) -> None:
@@ -33,7 +37,7 @@ def test_hung_gpu_commands_end_their_phase_not_the_session(tmp_path):
     executable(fake / "python3", f'case "$*" in *torch*) exec sleep 600 ;; esac\nexec {python} "$@"\n')
     path = os.pathsep.join([str(fake), "/usr/bin", "/bin"])
     env = {"PATH": path, "HOME": str(tmp_path), "FLASHSTEPS_PROBE_TIMEOUT": "1",
-           "FLASHSTEPS_CEILINGS_TIMEOUT": "1", "FLASHSTEPS_SDPA_ARGS": "", "FLASHSTEPS_CLOCKS": "0"}
+           "FLASHSTEPS_CEILINGS_TIMEOUT": "1", "FLASHSTEPS_SDPA_ARGS": "", "FLASHSTEPS_CLOCKS": "0", **NO_TOOLS}
     out = tmp_path / "session"
     run = subprocess.run(["bash", str(SCRIPT), str(build), str(out)], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=60, check=False)
@@ -66,7 +70,7 @@ def clean_session(tmp_path, torch: str, tests=(), **env_extra):
                                  f'esac\nexec {python} "$@"\n')
     env = {"PATH": os.pathsep.join([str(fake), "/usr/bin", "/bin"]), "HOME": str(tmp_path),
            "FLASHSTEPS_PROBE_TIMEOUT": "1", "FLASHSTEPS_CEILINGS": "0", "FLASHSTEPS_CLOCKS": "0",
-           **env_extra}
+           **NO_TOOLS, **env_extra}
     out = tmp_path / "session"
     run = subprocess.run(["bash", str(SCRIPT), str(build), str(out)], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=60, check=False)
