@@ -113,7 +113,9 @@ void validate(const AttentionArgs& args);
 
 /// A softmax scale given as a double (by Python, or a fixture's JSON header) as the float32
 /// the steps compute with, held to validate()'s rule and to what the conversion loses.
+/// @param value the scale as given (a multiplier of Q K^T, dimensionless).
 /// @param field how the error names it (e.g. "scale").
+/// @return the scale in float32, as AttentionArgs::softmax_scale takes it.
 /// @throws InvalidArgument naming @p field and the value as given (its shortest round-trip
 ///         text) when it is not finite and positive, becomes 0 or inf in float32, or makes
 ///         scale * log2(e) overflow float32.
