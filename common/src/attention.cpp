@@ -82,8 +82,7 @@ void check_view(const char* name, const TensorView& t) {
       fail(s.str());
     }
   }
-  for (int d = 0; d < 4; ++d)
-    if (t.shape[d] == 0) return;  // empty: nothing is read or written, no stride or address matters
+  if (t.empty()) return;
   if (t.shape[3] > 1 && t.stride[3] != 1) {
     std::ostringstream s;
     s << name << ".stride[3] (head_dim stride) = " << t.stride[3] << " must be 1";
@@ -119,7 +118,7 @@ std::pair<std::uintptr_t, std::uintptr_t> byte_span(const TensorView& t) {
 
 // The output must be writable without races and without clobbering an input.
 void check_output(const AttentionArgs& a) {
-  if (a.o.numel() == 0) return;
+  if (a.o.empty()) return;
   for (int d = 0; d < 3; ++d)
     if (a.o.shape[d] > 1 && a.o.stride[d] == 0) {
       std::ostringstream s;
@@ -129,7 +128,7 @@ void check_output(const AttentionArgs& a) {
     }
   const auto [o_begin, o_end] = byte_span(a.o);
   for (auto [name, t] : {std::pair<const char*, const TensorView*>{"q", &a.q}, {"k", &a.k}, {"v", &a.v}}) {
-    if (t->numel() == 0) continue;
+    if (t->empty()) continue;
     const auto [begin, end] = byte_span(*t);
     if (o_begin < end && begin < o_end) fail(std::string("o overlaps ") + name + ": the output must not alias an input");
   }

@@ -29,8 +29,7 @@ void check_tensor_core_args(const AttentionArgs& a, const char* step_name) {
     throw exceeds_limit(step_name, "q.shape[3] (head_dim)", a.head_dim(), "the largest compiled head dim", kMaxHeadDim);
   const std::pair<const char*, const TensorView*> views[] = {{"q", &a.q}, {"k", &a.k}, {"v", &a.v}, {"o", &a.o}};
   for (const auto& [name, t] : views) {
-    if (t->shape[0] == 0 || t->shape[1] == 0 || t->shape[2] == 0 || t->shape[3] == 0)
-      continue;  // empty (no keys): never read, so no alignment or stride rule (validate() says the same)
+    if (t->empty()) continue;  // no keys: never read, so no alignment or stride rule
     if (reinterpret_cast<std::uintptr_t>(t->data) % 16 != 0)
       throw Unsupported(std::string(name) + ".data: " + step + " needs 16-byte aligned tensors");
     for (int d = 0; d < 3; ++d)

@@ -62,6 +62,9 @@ struct TensorView {
 
   /// Number of elements of the view (product of the shape).
   std::int64_t numel() const { return shape[0] * shape[1] * shape[2] * shape[3]; }
+  /// True when some dimension is 0: nothing is read or written, so no stride, size or
+  /// address rule applies (tested without the product, which need not fit 64 bits then).
+  bool empty() const { return shape[0] == 0 || shape[1] == 0 || shape[2] == 0 || shape[3] == 0; }
 };
 
 /// Everything a step needs for one forward call.
