@@ -49,6 +49,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import flashsteps_results as fr  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book"))
+import step_registry  # noqa: E402  (what a step folder is: one definition, the book's)
+
 BEGIN = "<!-- results-table:begin -->"
 END = "<!-- results-table:end -->"
 # The sequence length of the full table: the README's (its Results section says "at N = 8192",
@@ -56,7 +59,6 @@ END = "<!-- results-table:end -->"
 DEFAULT_SEQLEN = 8192
 # The project's steps are its folders steps/NN_slug/ (step.cu inside), as the book reads them.
 STEPS_DIR = Path(__file__).resolve().parents[2] / "steps"
-STEP_DIR_RE = re.compile(rf"({fr.STEP_ID_RE.pattern})_[a-z0-9_]+")
 
 
 def project_steps(steps_dir: Path = STEPS_DIR) -> set[str] | None:
@@ -64,8 +66,7 @@ def project_steps(steps_dir: Path = STEPS_DIR) -> set[str] | None:
     (the tool copied elsewhere), where any well-formed id is taken."""
     if not steps_dir.is_dir():
         return None
-    return {m[1] for d in steps_dir.iterdir()
-            if (m := STEP_DIR_RE.fullmatch(d.name)) and (d / "step.cu").is_file()}
+    return {step.number for step in step_registry.from_folders(steps_dir.parent)}
 
 
 def normalise_step(step: str) -> str:
