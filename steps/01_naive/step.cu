@@ -156,9 +156,10 @@ void attention_forward(const AttentionArgs& args, vendor::Stream stream) {
     throw Unsupported("q.shape[3] (head_dim = " + std::to_string(args.head_dim()) +
                       ") exceeds step 01's maximum of " + std::to_string(kMaxHeadDim));
   if (is_empty(args)) return;
-  if (args.workspace_size < workspace_bytes(args) || (workspace_bytes(args) > 0 && args.workspace == nullptr))
+  const std::size_t needed = workspace_bytes(args);
+  if (args.workspace_size < needed || (needed > 0 && args.workspace == nullptr))
     throw InvalidArgument("workspace_size = " + std::to_string(args.workspace_size) + " bytes: step 01 needs " +
-                          std::to_string(workspace_bytes(args)) + " bytes for S/P (see workspace_bytes)");
+                          std::to_string(needed) + " bytes for S/P (see workspace_bytes)");
   vendor::dispatch_dtype(args.q.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     Params<T> p;
