@@ -316,7 +316,8 @@ def step_gpu_table(records: list[fr.Record], step: str, versus: str | None, dtyp
     vs = ""
     if versus:
         vlabel = fr.step_label(versus, next(r.step_name for r in records if r.step == versus))
-        vs = f"; in brackets the speed-up over step {vlabel} on the same benchmark"
+        noun = "" if fr.is_baseline(versus) else "step "
+        vs = f"; in brackets the speed-up over {noun}{vlabel} on the same benchmark"
     lines = [f"**{fr.gpu_title(first.vendor, first.context['gpu_name'])}** "
              f"(`{first.gpu}`), step {label}, {dtype} TFLOPS (median of repetitions){vs}", ""]
     columns = [(d, m) for d in head_dims for m in masks]

@@ -434,6 +434,11 @@ def test_versus_needs_step_and_takes_the_short_spelling():
     assert out.returncode == 2 and "argument --versus: goes with --step" in out.stderr
     out = run_tool("results_table.py", RESULTS, "--step", "02", "--versus", "1")
     assert out.returncode == 0 and "speed-up over step 01 naive" in out.stdout
+    # A baseline is not a step: "over PyTorch SDPA flash", not "over step PyTorch SDPA flash"
+    # (this data's baseline record has no display name, so its id is the label).
+    out = run_tool("results_table.py", RESULTS, "--step", "02", "--versus", "sdpa-flash")
+    assert out.returncode == 0, out.stderr
+    assert "in brackets the speed-up over sdpa-flash on the same benchmark" in out.stdout, out.stdout
 
 
 def test_step_arg_error_with_and_without_step_folders(tmp_path):
