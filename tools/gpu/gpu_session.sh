@@ -52,7 +52,10 @@ if command -v cuobjdump > /dev/null && [ "${FLASHSTEPS_SASS:-1}" = 1 ]; then
     gzip -f "$outdir/$name.sass"
   done
 fi
+# FLASHSTEPS_TESTS=0 skips the GPU tests (a benchmark-only call), as FLASHSTEPS_<TOOL>=0 does a
+# sanitizer below.
 for t in "$build"/bin/test_step*; do
+  [ "${FLASHSTEPS_TESTS:-1}" = 1 ] || break
   [ -x "$t" ] || continue  # a bundle without tests (benchmarks only)
   selected "$t" || continue
   name=$(basename "$t")

@@ -137,3 +137,10 @@ def test_test_steps_partly_unknown_test_the_others(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert "FLASHSTEPS_TEST_STEPS: 11: no test binary" in run.stdout
     assert [p.name for p in out.glob("test_step*.log")] == ["test_step06.log"]
+
+
+def test_tests_off_run_no_test_and_pass(tmp_path):
+    # A benchmark-only call (tools/gpu/step06_publication.sh) on a build that holds tests.
+    run, out = clean_session(tmp_path, "exit 1", tests=BUILT, FLASHSTEPS_TESTS="0")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not list(out.glob("test_step*.log"))
