@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -107,6 +108,19 @@ TEST(Validate, EmptyTensorsHaveNoStrideOrAlignmentRule) {
   EXPECT_NO_THROW(check_tensor_core_args(a, "step 04"));
   a.k.shape[2] = a.v.shape[2] = 16;  // the same views with keys: now they are read
   EXPECT_NE(error_of(a).find("k.stride[3] (head_dim stride) = 0 must be 1"), std::string::npos) << error_of(a);
+}
+
+TEST(CheckedProduct, ExactUpToTheLimitAndNothingPastIt) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  EXPECT_EQ(checked_product({2, 8, 16, 64}, kMax), 16384);
+  EXPECT_EQ(checked_product({}, kMax), 1);
+  EXPECT_EQ(checked_product({3, 0, kMax}, 10), 0);  // a zero anywhere: nothing, whatever follows
+  EXPECT_EQ(checked_product({4, 5}, 20), 20);       // the limit itself is accepted
+  EXPECT_EQ(checked_product({4, 5}, 19), std::nullopt);
+  constexpr std::int64_t k2to40 = std::int64_t{1} << 40;
+  EXPECT_EQ(checked_product({k2to40, std::int64_t{1} << 22}, kMax), std::int64_t{1} << 62);
+  EXPECT_EQ(checked_product({k2to40, std::int64_t{1} << 23}, kMax), std::nullopt);  // 2^63
+  EXPECT_EQ(checked_product({k2to40, k2to40}, kMax), std::nullopt);                 // 2^80 would wrap to 0
 }
 
 TEST(Masks, BothCausalAlignmentsOnARectangle) {

@@ -90,16 +90,13 @@ void check_view(const char* name, const TensorView& t) {
   }
   // Sizes and the largest offset must fit in 64 bits (every kernel indexes with int64).
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-  std::int64_t elems = 1, last = 0;
-  for (int d = 0; d < 4; ++d) {
-    if (elems > kMax / t.shape[d] || (t.shape[d] - 1 > 0 && t.stride[d] > (kMax - last) / (t.shape[d] - 1))) {
-      std::ostringstream s;
-      s << name << ".shape/.stride: the tensor's size or largest offset exceeds 64-bit indexing";
-      fail(s.str());
-    }
-    elems *= t.shape[d];
-    last += (t.shape[d] - 1) * t.stride[d];
+  bool fits = checked_product({t.shape[0], t.shape[1], t.shape[2], t.shape[3]}, kMax).has_value();
+  std::int64_t last = 0;
+  for (int d = 0; d < 4 && fits; ++d) {
+    fits = t.shape[d] == 1 || t.stride[d] <= (kMax - last) / (t.shape[d] - 1);
+    if (fits) last += (t.shape[d] - 1) * t.stride[d];
   }
+  if (!fits) fail(std::string(name) + ".shape/.stride: the tensor's size or largest offset exceeds 64-bit indexing");
   if (t.data == nullptr) fail(std::string(name) + ".data is null");
   if (reinterpret_cast<std::uintptr_t>(t.data) % dtype_size(t.dtype) != 0) {
     std::ostringstream s;
@@ -184,6 +181,17 @@ float softmax_scale_from_double(double value, const std::string& field) {
     problem = scale_problem(static_cast<float>(value));
   if (!problem.empty()) fail(field + " = " + shortest_text(value) + problem);
   return static_cast<float>(value);
+}
+
+std::optional<std::int64_t> checked_product(std::initializer_list<std::int64_t> sizes, std::int64_t limit) {
+  for (const std::int64_t n : sizes)
+    if (n == 0) return 0;  // before any division by it
+  std::int64_t product = 1;
+  for (const std::int64_t n : sizes) {
+    if (product > limit / n) return std::nullopt;
+    product *= n;
+  }
+  return product;
 }
 
 bool is_empty(const AttentionArgs& a) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "flashsteps/host_dtype.h"
 
@@ -72,15 +73,12 @@ QkvFixture load_qkv_fixture(const std::string& json_path) {
   std::ifstream data(bin, std::ios::binary);
   if (!data) throw InvalidArgument("fixture data " + bin.string() + " cannot be opened");
   // Elements per tensor, checked so that a huge header cannot wrap around to the file's size.
-  constexpr std::int64_t kMaxElems = std::numeric_limits<std::int64_t>::max() / (3 * 2);  // Q, K, V of 2 bytes
-  std::int64_t elems = 1;
-  for (const std::int64_t n : {f.layers, f.heads, f.seqlen, f.head_dim}) {
-    if (elems > kMaxElems / n)
-      throw InvalidArgument(json_path + ": layers * heads * seqlen * head_dim is too large (Q, K and V of that many " +
-                            "float16 elements exceed 64-bit sizes)");
-    elems *= n;
-  }
-  const std::size_t per_tensor = static_cast<std::size_t>(elems);
+  const std::optional<std::int64_t> elems = checked_product(
+      {f.layers, f.heads, f.seqlen, f.head_dim}, std::numeric_limits<std::int64_t>::max() / (3 * 2));  // Q, K, V of 2 bytes
+  if (!elems)
+    throw InvalidArgument(json_path + ": layers * heads * seqlen * head_dim is too large (Q, K and V of that many " +
+                          "float16 elements exceed 64-bit sizes)");
+  const std::size_t per_tensor = static_cast<std::size_t>(*elems);
   const std::uintmax_t expected = 3 * per_tensor * sizeof(std::uint16_t);
   if (fs::file_size(bin) != expected)
     throw InvalidArgument("fixture data " + bin.string() + " has " + std::to_string(fs::file_size(bin)) +

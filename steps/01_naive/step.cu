@@ -19,6 +19,7 @@
 // Limits: head_dim <= 256 (the only cap; any D in 1..256 works), every dtype, mask and
 // stride of the contract. Needs workspace_bytes(args) of device scratch for S/P.
 // Chapter: book/steps/01_naive.md
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -134,17 +135,16 @@ void copy_strides(std::int64_t (&dst)[3], const TensorView& t) {
 // a byte count past int64 is refused here (it would wrap around to a small size).
 std::size_t workspace_bytes(const AttentionArgs& args) {
   if (args.head_dim() > kMaxHeadDim) return 0;
-  constexpr std::int64_t kMaxElems = std::numeric_limits<std::int64_t>::max() / std::int64_t{sizeof(float)};
-  std::int64_t elems = 1;
-  for (const std::int64_t n : {args.batch(), args.heads_q(), args.seqlen_q(), args.seqlen_k()}) {
-    if (n <= 0) return 0;  // empty, or no key: nothing to score (validate() refuses a negative size)
-    if (elems > kMaxElems / n)
-      throw Unsupported("step 01: its S/P matrix of B * Hq * Nq * Nk = " + std::to_string(args.batch()) + " * " +
-                        std::to_string(args.heads_q()) + " * " + std::to_string(args.seqlen_q()) + " * " +
-                        std::to_string(args.seqlen_k()) + " floats exceeds int64 byte counts");
-    elems *= n;
-  }
-  return static_cast<std::size_t>(elems) * sizeof(float);
+  // Empty, or no key: nothing to score (validate() refuses a negative size).
+  if (std::min({args.batch(), args.heads_q(), args.seqlen_q(), args.seqlen_k()}) <= 0) return 0;
+  const std::optional<std::int64_t> elems =
+      checked_product({args.batch(), args.heads_q(), args.seqlen_q(), args.seqlen_k()},
+                      std::numeric_limits<std::int64_t>::max() / std::int64_t{sizeof(float)});
+  if (!elems)
+    throw Unsupported("step 01: its S/P matrix of B * Hq * Nq * Nk = " + std::to_string(args.batch()) + " * " +
+                      std::to_string(args.heads_q()) + " * " + std::to_string(args.seqlen_q()) + " * " +
+                      std::to_string(args.seqlen_k()) + " floats exceeds int64 byte counts");
+  return static_cast<std::size_t>(*elems) * sizeof(float);
 }
 
 StepInfo info() { return {1, "naive", "three kernels; S and P round-trip through global memory", 8192}; }

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -123,6 +124,13 @@ void validate(const AttentionArgs& args);
 ///         text) when it is not finite and positive, becomes 0 or inf in float32, or makes
 ///         scale * log2(e) overflow float32.
 float softmax_scale_from_double(double value, const std::string& field);
+
+/// The product of element counts, checked before it can wrap around 64 bits: a size or a byte
+/// count (validate()'s tensor sizes, step 01's S/P workspace, a fixture's Q/K/V).
+/// @param sizes element counts, each >= 0 (a 0 makes the product 0).
+/// @param limit the largest product accepted, e.g. INT64_MAX / bytes per element.
+/// @return the product, or std::nullopt when it exceeds @p limit.
+std::optional<std::int64_t> checked_product(std::initializer_list<std::int64_t> sizes, std::int64_t limit);
 
 /// True when the call has nothing to compute or write (B, Hq or Nq is zero). Steps return
 /// before any launch in that case. Nk == 0 is not empty: every row is then fully masked and
